@@ -1,0 +1,236 @@
+"""Derivability checks and packed parse forests of QCFGs (Numba-backed).
+
+A pair forest is a hypergraph: nodes are (source span, target span) items
+(i, j, k, l) meaning NT derives <x[i:j], y[k:l]>; a hyperedge is a rule
+application with one child node per source NT, in NT-index order. Nodes are
+bottom-up (children before parents; the root, the whole pair, is last).
+"""
+
+import dataclasses
+from typing import Iterable, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from csl_jax.cky import qcfg_kernel
+from csl_jax.cky.grammar_arrays import EncodedGrammar
+from csl_jax.errors import InputError
+
+DEFAULT_MAX_SOURCE_LEN = 64
+DEFAULT_MAX_TARGET_LEN = 256
+
+
+@dataclasses.dataclass(frozen=True)
+class Forest:
+  nodes: np.ndarray  # [N, 4] int32 (i, j, k, l), bottom-up, root last
+  edge_rule: np.ndarray  # [E] int32
+  edge_parent: np.ndarray  # [E] int32, grouped by parent
+  edge_children: np.ndarray  # [E, max_nts] int32, -1 padded
+
+  @property
+  def derivable(self) -> bool:
+    return self.nodes.shape[0] > 0
+
+  @property
+  def root(self) -> int:
+    return self.nodes.shape[0] - 1
+
+  def hyperedges(self) -> List[Tuple[int, Tuple[int, ...], Tuple]]:
+    """(rule, parent item, child items) triples, for comparisons."""
+    item = lambda v: tuple(int(t) for t in self.nodes[v])
+    return [(int(r), item(p), tuple(item(c) for c in cs if c >= 0))
+            for r, p, cs in zip(self.edge_rule, self.edge_parent,
+                                self.edge_children)]
+
+  def count_derivations(self) -> int:
+    """Number of derivations of the root (exact, Python integers)."""
+    if not self.derivable:
+      return 0
+    count = [0] * self.nodes.shape[0]
+    for r, p, cs in zip(self.edge_rule, self.edge_parent,
+                        self.edge_children):
+      prod = 1
+      for c in cs:
+        if c >= 0:
+          prod *= count[c]
+      count[p] += prod
+    return count[self.root]
+
+
+@dataclasses.dataclass(frozen=True)
+class ForestBatch:
+  """Forests of many examples, concatenated (node ids local per example)."""
+  node_offsets: np.ndarray  # [B + 1]
+  edge_offsets: np.ndarray  # [B + 1]
+  nodes: np.ndarray
+  edge_rule: np.ndarray
+  edge_parent: np.ndarray
+  edge_children: np.ndarray
+
+  def __len__(self) -> int:
+    return self.node_offsets.shape[0] - 1
+
+  def __getitem__(self, b: int) -> Forest:
+    n0, n1 = self.node_offsets[b], self.node_offsets[b + 1]
+    e0, e1 = self.edge_offsets[b], self.edge_offsets[b + 1]
+    return Forest(self.nodes[n0:n1], self.edge_rule[e0:e1],
+                  self.edge_parent[e0:e1], self.edge_children[e0:e1])
+
+
+def _check_lengths(pairs, max_source_len, max_target_len, skip_too_long,
+                   source):
+  """Returns indices of pairs within the bounds; errors otherwise."""
+  keep = []
+  for idx, (x, y) in enumerate(pairs):
+    reason = ""
+    if len(x) > max_source_len:
+      reason = f"input has {len(x)} tokens, more than {max_source_len}"
+    elif len(y) > max_target_len:
+      reason = f"output has {len(y)} tokens, more than {max_target_len}"
+    elif not x or not y:
+      reason = "empty input or output"
+    if reason:
+      if not skip_too_long:
+        raise InputError(reason + " (raise the bound or skip such "
+                         "examples)", source, idx + 1)
+      continue
+    keep.append(idx)
+  return keep
+
+
+def _pack(grammar: EncodedGrammar, pairs, keep):
+  xs = [grammar.encode_source(pairs[i][0]) for i in keep]
+  ys = [grammar.encode_target(pairs[i][1]) for i in keep]
+
+  def cat(seqs):
+    off = np.zeros(len(seqs) + 1, np.int64)
+    off[1:] = np.cumsum([len(s) for s in seqs])
+    flat = np.concatenate(seqs) if seqs else np.zeros(0, np.int32)
+    return flat.astype(np.int32), off
+
+  return cat(xs) + cat(ys)
+
+
+def _tokenize(pairs) -> List[Tuple[Sequence[str], Sequence[str]]]:
+  return [(x.split() if isinstance(x, str) else x,
+           y.split() if isinstance(y, str) else y) for x, y in pairs]
+
+
+def _grammar_args(g: EncodedGrammar):
+  return (g.src_sym, g.src_len, g.tgt_sym, g.tgt_len, g.tgt_first, g.num_nts,
+          g.max_nts, len(g.source_vocab), len(g.target_vocab))
+
+
+@dataclasses.dataclass
+class BatchResult:
+  """Which pairs were processed (`kept`, indices into the input) and the
+  number skipped for exceeding the length bounds."""
+  kept: List[int]
+  num_skipped: int
+
+
+def derivable(grammar: EncodedGrammar, pairs: Iterable,
+              max_source_len: int = DEFAULT_MAX_SOURCE_LEN,
+              max_target_len: int = DEFAULT_MAX_TARGET_LEN,
+              skip_too_long: bool = False,
+              source: Optional[str] = None) -> np.ndarray:
+  """Whether each (input, output) pair (strings or token lists) is derivable.
+
+  Pairs over the length bounds raise InputError naming `source` and the
+  1-based example number, or with `skip_too_long` count as not derivable.
+  """
+  pairs = _tokenize(pairs)
+  keep = _check_lengths(pairs, max_source_len, max_target_len, skip_too_long,
+                        source)
+  out = np.zeros(len(pairs), np.bool_)
+  if keep:
+    xs, x_off, ys, y_off = _pack(grammar, pairs, keep)
+    out[keep] = qcfg_kernel.derivable_batch(xs, x_off, ys, y_off,
+                                            *_grammar_args(grammar))
+  return out
+
+
+def build_forests(grammar: EncodedGrammar, pairs: Iterable,
+                  max_source_len: int = DEFAULT_MAX_SOURCE_LEN,
+                  max_target_len: int = DEFAULT_MAX_TARGET_LEN,
+                  skip_too_long: bool = False,
+                  source: Optional[str] = None
+                  ) -> Tuple[ForestBatch, BatchResult]:
+  """Packed forests of all derivations of each pair (empty if none)."""
+  pairs = _tokenize(pairs)
+  keep = _check_lengths(pairs, max_source_len, max_target_len, skip_too_long,
+                        source)
+  xs, x_off, ys, y_off = _pack(grammar, pairs, keep)
+  batch = ForestBatch(*qcfg_kernel.forest_batch(xs, x_off, ys, y_off,
+                                                *_grammar_args(grammar)))
+  return batch, BatchResult(keep, len(pairs) - len(keep))
+
+
+def build_forest(grammar: EncodedGrammar, x, y) -> Forest:
+  batch, _ = build_forests(grammar, [(x, y)], max_source_len=10**9,
+                           max_target_len=10**9)
+  return batch[0]
+
+
+@dataclasses.dataclass(frozen=True)
+class SourceForest:
+  """Derivations of an input alone: nodes are source spans (i, j)."""
+  num_tokens: int
+  spans: np.ndarray  # [N, 2] spans NT derives, shortest first
+  edge_rule: np.ndarray  # [E]
+  edge_parent: np.ndarray  # [E] node ids
+  edge_children: np.ndarray  # [E, max_nts] node ids, -1 padded
+
+  @property
+  def parses(self) -> bool:
+    n = self.num_tokens
+    return any(int(i) == 0 and int(j) == n for i, j in self.spans)
+
+  def hyperedges(self):
+    span = lambda v: tuple(int(t) for t in self.spans[v])
+    return [(int(r), span(p), tuple(span(c) for c in cs if c >= 0))
+            for r, p, cs in zip(self.edge_rule, self.edge_parent,
+                                self.edge_children)]
+
+
+def parse_source(grammar: EncodedGrammar, x,
+                 max_source_len: int = DEFAULT_MAX_SOURCE_LEN,
+                 source: Optional[str] = None, line: Optional[int] = None
+                 ) -> SourceForest:
+  """Source-side chart of one input, pruned to what the root can reach."""
+  tokens = x.split() if isinstance(x, str) else list(x)
+  if not tokens:
+    raise InputError("empty input", source, line)
+  if len(tokens) > max_source_len:
+    raise InputError(f"input has {len(tokens)} tokens, more than "
+                     f"{max_source_len}", source, line)
+  n1 = len(tokens) + 1
+  present = np.zeros(max(len(grammar.source_vocab), 1), np.bool_)
+  has, e_rule, e_parent, e_child = qcfg_kernel.source_chart(
+      grammar.encode_source(tokens), grammar.src_sym, grammar.src_len,
+      grammar.max_nts, present)
+  root = len(tokens)  # flat index of span (0, n)
+  if not has[root]:
+    width = max(grammar.max_nts, 1)
+    return SourceForest(len(tokens), np.zeros((0, 2), np.int32),
+                        np.zeros(0, np.int32), np.zeros(0, np.int32),
+                        np.zeros((0, width), np.int32))
+  by_parent = {}
+  for e, p in enumerate(e_parent):
+    by_parent.setdefault(int(p), []).append(e)
+  reached, stack = {root}, [root]
+  while stack:
+    for e in by_parent.get(stack.pop(), ()):
+      for c in e_child[e]:
+        if c >= 0 and int(c) not in reached:
+          reached.add(int(c))
+          stack.append(int(c))
+  order = sorted(reached, key=lambda f: (f % n1 - f // n1, f))
+  node_of = {f: v for v, f in enumerate(order)}
+  spans = np.array([(f // n1, f % n1) for f in order], np.int32)
+  edges = [e for f in order for e in by_parent.get(f, ())]
+  child = np.array([[node_of[int(c)] if c >= 0 else -1 for c in e_child[e]]
+                    for e in edges], np.int32).reshape(len(edges), -1)
+  return SourceForest(len(tokens), spans,
+                      np.asarray(e_rule[edges], np.int32),
+                      np.array([node_of[int(e_parent[e])] for e in edges],
+                               np.int32), child)

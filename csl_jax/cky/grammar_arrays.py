@@ -1,0 +1,87 @@
+"""Integer encoding of a QCFG for the Numba kernels.
+
+Terminals get ids >= 0 in separate source and target vocabularies; `NT_k` is
+encoded as -k. Example tokens that the grammar never mentions are encoded as
+UNKNOWN, which no rule terminal equals.
+"""
+
+import dataclasses
+from typing import Dict, List, Sequence, Tuple
+
+import numpy as np
+
+from csl_jax.errors import InputError
+from csl_jax.qcfg.rules import Rule, nt_index, format_rule
+
+UNKNOWN = np.iinfo(np.int32).min
+DEFAULT_MAX_NTS = 4
+
+
+@dataclasses.dataclass(frozen=True)
+class EncodedGrammar:
+  rules: Tuple[Rule, ...]
+  source_vocab: Dict[str, int]
+  target_vocab: Dict[str, int]
+  src_sym: np.ndarray  # [R, max source length] int32, padded with 0
+  src_len: np.ndarray  # [R] int32
+  tgt_sym: np.ndarray  # [R, max target length] int32
+  tgt_len: np.ndarray  # [R] int32
+  num_nts: np.ndarray  # [R] int32
+  tgt_first: np.ndarray  # [R, max target length] bool: first use of its NT
+  max_nts: int
+
+  @property
+  def num_rules(self) -> int:
+    return len(self.rules)
+
+  def encode_source(self, tokens: Sequence[str]) -> np.ndarray:
+    return _encode(tokens, self.source_vocab)
+
+  def encode_target(self, tokens: Sequence[str]) -> np.ndarray:
+    return _encode(tokens, self.target_vocab)
+
+
+def _encode(tokens: Sequence[str], vocab: Dict[str, int]) -> np.ndarray:
+  return np.array([vocab.get(t, UNKNOWN) for t in tokens], dtype=np.int32)
+
+
+def _symbols(tokens: Sequence[str], vocab: Dict[str, int]) -> List[int]:
+  out = []
+  for t in tokens:
+    k = nt_index(t)
+    out.append(-k if k else vocab.setdefault(t, len(vocab)))
+  return out
+
+
+def encode_grammar(rules: Sequence[Rule],
+                   max_nts: int = DEFAULT_MAX_NTS) -> EncodedGrammar:
+  rules = tuple(rules)
+  source_vocab: Dict[str, int] = {}
+  target_vocab: Dict[str, int] = {}
+  srcs, tgts = [], []
+  for i, rule in enumerate(rules):
+    if rule.num_nts > max_nts:
+      raise InputError(f"rule {i + 1} ({format_rule(rule)!r}) has "
+                       f"{rule.num_nts} NTs, more than max_nts={max_nts}")
+    srcs.append(_symbols(rule.source, source_vocab))
+    tgts.append(_symbols(rule.target, target_vocab))
+
+  def pad(seqs):
+    width = max([len(s) for s in seqs] + [1])
+    arr = np.zeros((len(seqs), width), dtype=np.int32)
+    for i, s in enumerate(seqs):
+      arr[i, :len(s)] = s
+    return arr, np.array([len(s) for s in seqs], dtype=np.int32)
+
+  src_sym, src_len = pad(srcs)
+  tgt_sym, tgt_len = pad(tgts)
+  num_nts = np.array([r.num_nts for r in rules], dtype=np.int32)
+  tgt_first = np.zeros(tgt_sym.shape, dtype=np.bool_)
+  for i, tgt in enumerate(tgts):
+    seen = set()
+    for t, sym in enumerate(tgt):
+      if sym < 0 and sym not in seen:
+        tgt_first[i, t] = True
+        seen.add(sym)
+  return EncodedGrammar(rules, source_vocab, target_vocab, src_sym, src_len,
+                        tgt_sym, tgt_len, num_nts, tgt_first, max_nts)

@@ -1,0 +1,492 @@
+"""Numba CKY kernels for QCFGs over the single nonterminal NT.
+
+A pair chart item is (i, j, k, l): NT derives <x[i:j], y[k:l]>, stored in a
+flat boolean array at ((i * n1 + j) * m1 + k) * m1 + l with n1 = n + 1 and
+m1 = m + 1. Source spans are built shortest first; a rule with two or more
+source symbols has strictly shorter children. Rules whose source is a lone NT
+("unary source") keep the source span and grow the target, so within a span
+they are closed under a fixpoint before their hyperedges are recorded.
+
+The pure-Python twin is `qcfg_reference.py`; tests cross-check the two.
+"""
+
+import numba
+import numpy as np
+
+_BIG = np.int64(1) << 40
+
+
+@numba.njit(cache=True)
+def _append_edge(e_rule, e_parent, e_child, ne, rule, parent, children, nnt):
+  if ne == e_rule.shape[0]:
+    cap = 2 * ne
+    r2 = np.empty(cap, np.int32)
+    r2[:ne] = e_rule
+    p2 = np.empty(cap, np.int64)
+    p2[:ne] = e_parent
+    c2 = np.full((cap, e_child.shape[1]), -1, np.int64)
+    c2[:ne] = e_child
+    e_rule, e_parent, e_child = r2, p2, c2
+  e_rule[ne] = rule
+  e_parent[ne] = parent
+  for a in range(nnt):
+    e_child[ne, a] = children[a]
+  for a in range(nnt, e_child.shape[1]):
+    e_child[ne, a] = -1
+  return e_rule, e_parent, e_child, ne + 1
+
+
+@numba.njit(cache=True)
+def _select_rules(x, y, src_sym, src_len, tgt_sym, tgt_len, present_src,
+                  present_tgt):
+  """Rules whose terminals all occur in x / y; (non-unary, unary-source)."""
+  for t in x:
+    if t >= 0:
+      present_src[t] = True
+  for t in y:
+    if t >= 0:
+      present_tgt[t] = True
+  num_rules = src_len.shape[0]
+  n, m = x.shape[0], y.shape[0]
+  binary = np.empty(num_rules, np.int32)
+  unary = np.empty(num_rules, np.int32)
+  nb = 0
+  nu = 0
+  for r in range(num_rules):
+    ok = src_len[r] <= n and tgt_len[r] <= m
+    for s in range(src_len[r]):
+      sym = src_sym[r, s]
+      if ok and sym >= 0 and not present_src[sym]:
+        ok = False
+    for s in range(tgt_len[r]):
+      sym = tgt_sym[r, s]
+      if ok and sym >= 0 and not present_tgt[sym]:
+        ok = False
+    if ok:
+      if src_len[r] == 1 and src_sym[r, 0] < 0:
+        unary[nu] = r
+        nu += 1
+      else:
+        binary[nb] = r
+        nb += 1
+  for t in x:
+    if t >= 0:
+      present_src[t] = False
+  for t in y:
+    if t >= 0:
+      present_tgt[t] = False
+  return binary[:nb], unary[:nu]
+
+
+@numba.njit(cache=True)
+def _match_target(r, i, j, cs, y, chart, src_has, n1, m1, tgt_sym, tgt_len,
+                  tgt_first, nnt, record, e_rule, e_parent, e_child, ne, pos,
+                  nxt, ct, children):
+  """Adds every item (i, j, k, l) that rule r derives from children whose
+  source spans are cs; records hyperedges if `record`. Returns the edge
+  arrays, the edge count and the number of new items."""
+  m = y.shape[0]
+  length = tgt_len[r]
+  new_items = 0
+  first = tgt_sym[r, 0]
+  for k in range(m - length + 1):
+    if first >= 0 and y[k] != first:
+      continue
+    pos[0] = k
+    t = 0
+    entering = True
+    while t >= 0:
+      if t == length:
+        l = pos[length]
+        flat = ((i * n1 + j) * m1 + k) * m1 + l
+        if not chart[flat]:
+          chart[flat] = True
+          src_has[i * n1 + j] = True
+          new_items += 1
+        if record:
+          for a in range(nnt):
+            children[a] = ((cs[a, 0] * n1 + cs[a, 1]) * m1
+                           + ct[a, 0]) * m1 + ct[a, 1]
+          e_rule, e_parent, e_child, ne = _append_edge(
+              e_rule, e_parent, e_child, ne, r, flat, children, nnt)
+        t -= 1
+        entering = False
+        continue
+      p = pos[t]
+      sym = tgt_sym[r, t]
+      limit = m - (length - t - 1)
+      if entering:
+        if sym >= 0:
+          nxt[t] = p + 1 if (p < m and y[p] == sym) else _BIG
+        elif tgt_first[r, t]:
+          nxt[t] = p + 1
+        else:  # a repeated NT must derive the same string again
+          a = -sym - 1
+          size = ct[a, 1] - ct[a, 0]
+          q = p + size
+          same = q <= m
+          if same:
+            for d in range(size):
+              if y[p + d] != y[ct[a, 0] + d]:
+                same = False
+                break
+          nxt[t] = q if same else _BIG
+      e = nxt[t]
+      if sym < 0 and tgt_first[r, t]:
+        a = -sym - 1
+        base = ((cs[a, 0] * n1 + cs[a, 1]) * m1 + p) * m1
+        while e <= limit and not chart[base + e]:
+          e += 1
+        if e > limit:
+          t -= 1
+          entering = False
+          continue
+        nxt[t] = e + 1
+        ct[a, 0] = p
+        ct[a, 1] = e
+      else:
+        if e > limit:
+          t -= 1
+          entering = False
+          continue
+        nxt[t] = _BIG
+      pos[t + 1] = e
+      t += 1
+      entering = True
+  return e_rule, e_parent, e_child, ne, new_items
+
+
+@numba.njit(cache=True)
+def _match_source(r, i, j, x, src_has, n1, src_sym, src_len, starts, nxt, cs,
+                  out_spans):
+  """All ways rule r's source side spans x[i:j]; child spans go to
+  out_spans[count, a, :]. Returns the count (out_spans grows if needed)."""
+  length = src_len[r]
+  if length > j - i:
+    return 0, out_spans
+  first = src_sym[r, 0]
+  last = src_sym[r, length - 1]
+  if first >= 0 and x[i] != first:
+    return 0, out_spans
+  if last >= 0 and x[j - 1] != last:
+    return 0, out_spans
+  count = 0
+  starts[0] = i
+  t = 0
+  entering = True
+  while t >= 0:
+    if t == length:
+      if starts[length] == j:
+        if count == out_spans.shape[0]:
+          grown = np.empty((2 * count, out_spans.shape[1], 2), np.int64)
+          grown[:count] = out_spans
+          out_spans = grown
+        out_spans[count] = cs
+        count += 1
+      t -= 1
+      entering = False
+      continue
+    p = starts[t]
+    sym = src_sym[r, t]
+    limit = j - (length - t - 1)
+    if entering:
+      if sym >= 0:
+        nxt[t] = p + 1 if (p < j and x[p] == sym) else _BIG
+      else:
+        nxt[t] = j if t == length - 1 else p + 1
+    e = nxt[t]
+    if sym < 0:
+      while e <= limit and not src_has[p * n1 + e]:
+        e += 1
+      if e > limit:
+        t -= 1
+        entering = False
+        continue
+      nxt[t] = e + 1
+      cs[-sym - 1, 0] = p
+      cs[-sym - 1, 1] = e
+    else:
+      if e > limit:
+        t -= 1
+        entering = False
+        continue
+      nxt[t] = _BIG
+    starts[t + 1] = e
+    t += 1
+    entering = True
+  return count, out_spans
+
+
+@numba.njit(cache=True)
+def pair_chart(x, y, src_sym, src_len, tgt_sym, tgt_len, tgt_first, num_nts,
+               max_nts, present_src, present_tgt, record):
+  """Fills the pair chart of (x, y). Returns (chart, src_has, edge_rule,
+  edge_parent, edge_children, num_edges); edges only if `record`."""
+  n, m = x.shape[0], y.shape[0]
+  n1, m1 = n + 1, m + 1
+  chart = np.zeros(n1 * n1 * m1 * m1, np.bool_)
+  src_has = np.zeros(n1 * n1, np.bool_)
+  binary, unary = _select_rules(x, y, src_sym, src_len, tgt_sym, tgt_len,
+                                present_src, present_tgt)
+  cap = 64
+  e_rule = np.empty(cap, np.int32)
+  e_parent = np.empty(cap, np.int64)
+  e_child = np.full((cap, max(max_nts, 1)), -1, np.int64)
+  ne = 0
+  width = max(src_sym.shape[1], tgt_sym.shape[1]) + 1
+  starts = np.empty(width, np.int64)
+  snxt = np.empty(width, np.int64)
+  pos = np.empty(width, np.int64)
+  tnxt = np.empty(width, np.int64)
+  cs = np.zeros((max(max_nts, 1), 2), np.int64)
+  ct = np.zeros((max(max_nts, 1), 2), np.int64)
+  children = np.empty(max(max_nts, 1), np.int64)
+  spans = np.empty((16, max(max_nts, 1), 2), np.int64)
+  for span in range(1, n + 1):
+    for i in range(n - span + 1):
+      j = i + span
+      for r in binary:
+        count, spans = _match_source(r, i, j, x, src_has, n1, src_sym,
+                                     src_len, starts, snxt, cs, spans)
+        for c in range(count):
+          e_rule, e_parent, e_child, ne, _ = _match_target(
+              r, i, j, spans[c], y, chart, src_has, n1, m1, tgt_sym,
+              tgt_len, tgt_first, num_nts[r], record, e_rule, e_parent,
+              e_child, ne, pos, tnxt, ct, children)
+      if unary.shape[0] == 0 or not src_has[i * n1 + j]:
+        continue
+      cs[0, 0] = i
+      cs[0, 1] = j
+      added = 1
+      while added > 0:  # closure: each step grows the target strictly
+        added = 0
+        for r in unary:
+          e_rule, e_parent, e_child, ne, new = _match_target(
+              r, i, j, cs, y, chart, src_has, n1, m1, tgt_sym, tgt_len,
+              tgt_first, 1, False, e_rule, e_parent, e_child, ne, pos, tnxt,
+              ct, children)
+          added += new
+      if record:
+        for r in unary:
+          e_rule, e_parent, e_child, ne, _ = _match_target(
+              r, i, j, cs, y, chart, src_has, n1, m1, tgt_sym, tgt_len,
+              tgt_first, 1, True, e_rule, e_parent, e_child, ne, pos, tnxt,
+              ct, children)
+  return chart, src_has, e_rule, e_parent, e_child, ne
+
+
+@numba.njit(cache=True)
+def prune_pair_forest(n, m, chart, e_rule, e_parent, e_child, ne):
+  """Keeps the items reachable from the root (0, n, 0, m).
+
+  Returns (nodes [N, 4] as (i, j, k, l), edge_rule [E], edge_parent [E],
+  edge_children [E, max_nts]) with nodes in bottom-up order (the root is
+  last) and edges grouped by parent node; all empty if no derivation.
+  """
+  n1, m1 = n + 1, m + 1
+  width = e_child.shape[1]
+  root = ((0 * n1 + n) * m1 + 0) * m1 + m
+  if not chart[root]:
+    return (np.empty((0, 4), np.int32), np.empty(0, np.int32),
+            np.empty(0, np.int32), np.empty((0, width), np.int32))
+  order = np.argsort(e_parent[:ne], kind="mergesort")
+  sorted_parent = e_parent[:ne][order]
+  reached = {}
+  reached[root] = 0
+  stack = [root]
+  while len(stack) > 0:
+    item = stack.pop()
+    lo = np.searchsorted(sorted_parent, item, side="left")
+    hi = np.searchsorted(sorted_parent, item, side="right")
+    for s in range(lo, hi):
+      e = order[s]
+      for a in range(width):
+        c = e_child[e, a]
+        if c >= 0 and c not in reached:
+          reached[c] = 0
+          stack.append(c)
+  num_nodes = len(reached)
+  items = np.empty(num_nodes, np.int64)
+  keys = np.empty(num_nodes, np.int64)
+  size = n1 * n1 * m1 * m1
+  idx = 0
+  for item in reached:
+    l = item % m1
+    k = (item // m1) % m1
+    j = (item // (m1 * m1)) % n1
+    i = item // (m1 * m1 * n1)
+    items[idx] = item
+    keys[idx] = ((j - i) * m1 + (l - k)) * size + item
+    idx += 1
+  node_order = np.argsort(keys)
+  nodes = np.empty((num_nodes, 4), np.int32)
+  for node in range(num_nodes):
+    item = items[node_order[node]]
+    reached[item] = node
+    nodes[node, 0] = item // (m1 * m1 * n1)
+    nodes[node, 1] = (item // (m1 * m1)) % n1
+    nodes[node, 2] = (item // m1) % m1
+    nodes[node, 3] = item % m1
+  num_edges = 0
+  for s in range(ne):
+    if sorted_parent[s] in reached:
+      num_edges += 1
+  out_rule = np.empty(num_edges, np.int32)
+  out_parent = np.empty(num_edges, np.int32)
+  out_child = np.full((num_edges, width), -1, np.int32)
+  out = 0
+  for node in range(num_nodes):
+    item = items[node_order[node]]
+    lo = np.searchsorted(sorted_parent, item, side="left")
+    hi = np.searchsorted(sorted_parent, item, side="right")
+    for s in range(lo, hi):
+      e = order[s]
+      out_rule[out] = e_rule[e]
+      out_parent[out] = node
+      for a in range(width):
+        c = e_child[e, a]
+        if c >= 0:
+          out_child[out, a] = reached[c]
+      out += 1
+  return nodes, out_rule, out_parent, out_child
+
+
+@numba.njit(cache=True)
+def derivable_batch(xs, x_off, ys, y_off, src_sym, src_len, tgt_sym, tgt_len,
+                    tgt_first, num_nts, max_nts, num_src_vocab,
+                    num_tgt_vocab):
+  """Whether each pair (x_b, y_b) is derivable from the root."""
+  batch = x_off.shape[0] - 1
+  out = np.zeros(batch, np.bool_)
+  present_src = np.zeros(max(num_src_vocab, 1), np.bool_)
+  present_tgt = np.zeros(max(num_tgt_vocab, 1), np.bool_)
+  for b in range(batch):
+    x = xs[x_off[b]:x_off[b + 1]]
+    y = ys[y_off[b]:y_off[b + 1]]
+    n, m = x.shape[0], y.shape[0]
+    chart, _, _, _, _, _ = pair_chart(
+        x, y, src_sym, src_len, tgt_sym, tgt_len, tgt_first, num_nts,
+        max_nts, present_src, present_tgt, False)
+    out[b] = chart[((0 * (n + 1) + n) * (m + 1) + 0) * (m + 1) + m]
+  return out
+
+
+@numba.njit(cache=True)
+def forest_batch(xs, x_off, ys, y_off, src_sym, src_len, tgt_sym, tgt_len,
+                 tgt_first, num_nts, max_nts, num_src_vocab, num_tgt_vocab):
+  """Pruned forests of a batch, concatenated: per-example node and edge
+  offsets, nodes [N, 4], edge_rule, edge_parent, edge_children (node ids
+  local to their example)."""
+  batch = x_off.shape[0] - 1
+  present_src = np.zeros(max(num_src_vocab, 1), np.bool_)
+  present_tgt = np.zeros(max(num_tgt_vocab, 1), np.bool_)
+  node_off = np.zeros(batch + 1, np.int64)
+  edge_off = np.zeros(batch + 1, np.int64)
+  width = max(max_nts, 1)
+  all_nodes = np.empty((1024, 4), np.int32)
+  all_rule = np.empty(1024, np.int32)
+  all_parent = np.empty(1024, np.int32)
+  all_child = np.empty((1024, width), np.int32)
+  for b in range(batch):
+    x = xs[x_off[b]:x_off[b + 1]]
+    y = ys[y_off[b]:y_off[b + 1]]
+    chart, _, e_rule, e_parent, e_child, ne = pair_chart(
+        x, y, src_sym, src_len, tgt_sym, tgt_len, tgt_first, num_nts,
+        max_nts, present_src, present_tgt, True)
+    nodes, rule, parent, child = prune_pair_forest(
+        x.shape[0], y.shape[0], chart, e_rule, e_parent, e_child, ne)
+    n0 = node_off[b]
+    e0 = edge_off[b]
+    n_need = n0 + nodes.shape[0]
+    e_need = e0 + rule.shape[0]
+    if n_need > all_nodes.shape[0]:
+      grown = np.empty((max(2 * all_nodes.shape[0], n_need), 4), np.int32)
+      grown[:n0] = all_nodes[:n0]
+      all_nodes = grown
+    if e_need > all_rule.shape[0]:
+      cap = max(2 * all_rule.shape[0], e_need)
+      g1 = np.empty(cap, np.int32)
+      g1[:e0] = all_rule[:e0]
+      g2 = np.empty(cap, np.int32)
+      g2[:e0] = all_parent[:e0]
+      g3 = np.empty((cap, width), np.int32)
+      g3[:e0] = all_child[:e0]
+      all_rule, all_parent, all_child = g1, g2, g3
+    all_nodes[n0:n_need] = nodes
+    all_rule[e0:e_need] = rule
+    all_parent[e0:e_need] = parent
+    all_child[e0:e_need] = child
+    node_off[b + 1] = n_need
+    edge_off[b + 1] = e_need
+  return (node_off, edge_off, all_nodes[:node_off[batch]],
+          all_rule[:edge_off[batch]], all_parent[:edge_off[batch]],
+          all_child[:edge_off[batch]])
+
+
+@numba.njit(cache=True)
+def source_chart(x, src_sym, src_len, max_nts, present_src):
+  """Source-side chart of x alone: all spans NT derives and the hyperedges
+  (rule, parent span, child spans), spans flattened as i * (n + 1) + j.
+  Unary-source rules give self-loop edges (a cyclic forest)."""
+  n = x.shape[0]
+  n1 = n + 1
+  src_has = np.zeros(n1 * n1, np.bool_)
+  for t in x:
+    if t >= 0:
+      present_src[t] = True
+  num_rules = src_len.shape[0]
+  binary = np.empty(num_rules, np.int32)
+  unary = np.empty(num_rules, np.int32)
+  nb = 0
+  nu = 0
+  for r in range(num_rules):
+    ok = src_len[r] <= n
+    for s in range(src_len[r]):
+      sym = src_sym[r, s]
+      if ok and sym >= 0 and not present_src[sym]:
+        ok = False
+    if ok:
+      if src_len[r] == 1 and src_sym[r, 0] < 0:
+        unary[nu] = r
+        nu += 1
+      else:
+        binary[nb] = r
+        nb += 1
+  for t in x:
+    if t >= 0:
+      present_src[t] = False
+  width = max(max_nts, 1)
+  cap = 64
+  e_rule = np.empty(cap, np.int32)
+  e_parent = np.empty(cap, np.int64)
+  e_child = np.full((cap, width), -1, np.int64)
+  ne = 0
+  starts = np.empty(src_sym.shape[1] + 1, np.int64)
+  snxt = np.empty(src_sym.shape[1] + 1, np.int64)
+  cs = np.zeros((width, 2), np.int64)
+  children = np.empty(width, np.int64)
+  spans = np.empty((16, width, 2), np.int64)
+  for span in range(1, n + 1):
+    for i in range(n - span + 1):
+      j = i + span
+      for ri in range(nb):
+        r = binary[ri]
+        count, spans = _match_source(r, i, j, x, src_has, n1, src_sym,
+                                     src_len, starts, snxt, cs, spans)
+        nnt = 0
+        for s in range(src_len[r]):
+          if src_sym[r, s] < 0:
+            nnt += 1
+        for c in range(count):
+          src_has[i * n1 + j] = True
+          for a in range(nnt):
+            children[a] = spans[c, a, 0] * n1 + spans[c, a, 1]
+          e_rule, e_parent, e_child, ne = _append_edge(
+              e_rule, e_parent, e_child, ne, r, i * n1 + j, children, nnt)
+      if src_has[i * n1 + j]:
+        for ui in range(nu):
+          children[0] = i * n1 + j
+          e_rule, e_parent, e_child, ne = _append_edge(
+              e_rule, e_parent, e_child, ne, unary[ui], i * n1 + j,
+              children, 1)
+  return src_has, e_rule[:ne], e_parent[:ne], e_child[:ne]

@@ -1,0 +1,77 @@
+"""`csl-jax`: one entry point, a subcommand per pipeline stage.
+
+Configuration is T5X style: `--gin_file=F` (repeatable) and
+`--gin.NAME=VALUE` bindings; explicit command-line flags win over gin.
+"""
+
+import argparse
+import sys
+from typing import List, Optional
+
+from absl import logging
+import gin
+
+from csl_jax.cli import coverage
+from csl_jax.cli import prepare
+from csl_jax.cli import stage
+from csl_jax.errors import InputError
+
+SUBCOMMANDS = {
+    "prepare": prepare,
+    "coverage": coverage,
+}
+
+
+def _split_gin_flags(argv: List[str]):
+  """Separates `--gin.NAME=VALUE` / `--gin_file=F` from the other flags."""
+  files, bindings, rest = [], [], []
+  it = iter(argv)
+  for arg in it:
+    if arg.startswith("--gin_file"):
+      value = arg.split("=", 1)[1] if "=" in arg else next(it, "")
+      files.append(value)
+    elif arg.startswith("--gin."):
+      name_value = arg[len("--gin."):]
+      if "=" not in name_value:
+        raise InputError(f"{arg!r}: expected --gin.NAME=VALUE")
+      name, value = name_value.split("=", 1)
+      bindings.append(f"{name} = {value}")
+    else:
+      rest.append(arg)
+  return files, bindings, rest
+
+
+def build_parser() -> argparse.ArgumentParser:
+  parser = argparse.ArgumentParser(
+      prog="csl-jax",
+      description="Compositional data augmentation for semantic parsing.",
+      epilog="Every stage also takes --gin_file=F and --gin.NAME=VALUE.")
+  subparsers = parser.add_subparsers(dest="subcommand", required=True)
+  for name, module in SUBCOMMANDS.items():
+    module.add_parser(subparsers)
+  return parser
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+  argv = list(sys.argv[1:] if argv is None else argv)
+  logging.set_verbosity(logging.INFO)
+  stage.set_command_line(argv)
+  try:
+    files, bindings, rest = _split_gin_flags(argv)
+    args = build_parser().parse_args(rest)
+    try:
+      gin.parse_config_files_and_bindings(files, bindings,
+                                          finalize_config=False)
+    except (IOError, ValueError, SyntaxError) as e:
+      raise InputError(f"gin configuration: {e}") from None
+    return SUBCOMMANDS[args.subcommand].main(args) or 0
+  except InputError as e:
+    return stage.report_input_error(e)
+
+
+def run() -> None:
+  sys.exit(main())
+
+
+if __name__ == "__main__":
+  run()

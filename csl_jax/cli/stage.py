@@ -1,0 +1,50 @@
+"""What every stage command shares: timing, `summary.json`, clean errors."""
+
+import contextlib
+import os
+import shlex
+import sys
+import time
+from typing import Any, Dict, Iterator
+
+from absl import logging
+
+from csl_jax.errors import InputError
+from csl_jax.files import atomic_write_json
+
+
+class Summary(dict):
+  """The stage's headline figures; written as DIR/summary.json."""
+
+
+@contextlib.contextmanager
+def stage(out_dir: str, command: str) -> Iterator[Summary]:
+  """Runs a stage body; on success writes `out_dir/summary.json` with
+  `command`, `seconds` and whatever the body put into the summary."""
+  os.makedirs(out_dir, exist_ok=True)
+  summary = Summary()
+  start = time.time()
+  yield summary
+  record: Dict[str, Any] = {"command": command,
+                            "seconds": round(time.time() - start, 3)}
+  record.update(summary)
+  atomic_write_json(os.path.join(out_dir, "summary.json"), record)
+  logging.info("wrote %s", os.path.join(out_dir, "summary.json"))
+
+
+_COMMAND_LINE = ["csl-jax"]
+
+
+def set_command_line(argv) -> None:
+  """Records the invocation for summaries (`main` calls this)."""
+  _COMMAND_LINE[1:] = list(argv)
+
+
+def command_line() -> str:
+  return " ".join(shlex.quote(a) if a != "csl-jax" else a
+                  for a in _COMMAND_LINE)
+
+
+def report_input_error(e: InputError) -> int:
+  print(f"csl-jax: error: {e.text}", file=sys.stderr)
+  return 2

@@ -1,0 +1,37 @@
+"""GeoQuery (FunQL, NQG/CSL format): the standard, length and template splits.
+
+A split is a directory `<data_dir>/<split>/` with `train.tsv` and, when the
+split has them, `dev.tsv` and `test.tsv` (`question<TAB>funql` per line).
+"""
+
+import os
+from typing import Dict, List, Optional
+
+from csl_jax.data.tsv import Example, ReadStats, read_tsv
+from csl_jax.errors import InputError
+
+SPLITS = ("standard", "length", "template_1", "template_2", "template_3")
+PARTS = ("train", "dev", "test")
+
+
+def load_split(data_dir: str, split: str, skip_malformed: bool = False,
+               stats: Optional[ReadStats] = None) -> Dict[str, List[Example]]:
+  """Reads one split: {part: examples} for the parts present, train first.
+
+  Raises InputError for an unknown split name, a missing split directory or
+  train.tsv, and malformed lines (file and line named).
+  """
+  if split not in SPLITS:
+    raise InputError(f"unknown GeoQuery split {split!r}; valid splits: "
+                     f"{', '.join(SPLITS)}")
+  directory = os.path.join(os.fspath(data_dir), split)
+  if not os.path.isdir(directory):
+    raise InputError("no such split directory", directory)
+  if not os.path.isfile(os.path.join(directory, "train.tsv")):
+    raise InputError("split has no train.tsv", directory)
+  parts = {}
+  for part in PARTS:
+    path = os.path.join(directory, f"{part}.tsv")
+    if os.path.isfile(path):
+      parts[part] = read_tsv(path, skip_malformed, stats)
+  return parts

@@ -1,0 +1,41 @@
+"""csl_jax: compositional data augmentation for semantic parsing in JAX."""
+
+import setuptools
+
+# Pinned to a set that installs together on Python 3.11 (CPU); see README.
+INSTALL_REQUIRES = [
+    "absl-py==2.5.1",
+    "flax==0.12.8",
+    "gin-config==0.5.0",
+    "importlib_resources==6.5.2",  # tensorflow-datasets needs it at load time
+    "jax==0.10.2",
+    "jaxlib==0.10.2",
+    "numba==0.68.1",
+    "numpy==2.4.6",
+    "optax==0.2.8",
+    "orbax-checkpoint==0.12.8",
+    "seqio==0.0.20",
+    "tensorflow==2.21.0",
+    "tensorflow-datasets==4.9.10",
+    "tensorflow-text==2.21.1",
+    "tqdm==4.70.1",
+]
+
+EXTRAS_REQUIRE = {
+    "test": [
+        "hypothesis==6.170.15",
+        "pytest==9.2.0",
+    ],
+}
+
+setuptools.setup(
+    name="csl_jax",
+    version="0.1.0",
+    description=("Compositional data augmentation for semantic parsing "
+                 "(CSL, GECA, PCFG sampling, UAT, AugZero) in JAX/Flax."),
+    packages=setuptools.find_packages(include=["csl_jax", "csl_jax.*"]),
+    python_requires=">=3.11,<3.13",
+    install_requires=INSTALL_REQUIRES,
+    extras_require=EXTRAS_REQUIRE,
+    entry_points={"console_scripts": ["csl-jax=csl_jax.cli.main:run"]},
+)

@@ -1,0 +1,87 @@
+"""`csl-jax` subcommands: artifacts, summary.json, gin flags, clean errors."""
+
+import json
+import os
+
+import gin
+import pytest
+
+from csl_jax.cli import main as cli
+
+FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "scan.qcfg")
+
+
+@pytest.fixture(autouse=True)
+def clear_gin():
+  gin.clear_config()
+  yield
+  gin.clear_config()
+
+
+def summary(out):
+  with open(os.path.join(out, "summary.json")) as f:
+    return json.load(f)
+
+
+def test_prepare_scan_writes_splits_and_summary(tmp_path):
+  out = str(tmp_path / "scan")
+  assert cli.main(["prepare", "scan", "--split", "addprim_jump",
+                   "--out", out]) == 0
+  s = summary(out)
+  assert s["num_train"] == 14670 and s["num_test"] == 7706
+  assert s["num_examples"] == 22376 and s["seconds"] >= 0
+  assert s["command"].startswith("csl-jax prepare scan")
+  with open(os.path.join(out, "train.tsv")) as f:
+    assert sum(1 for _ in f) == 14670
+
+
+def test_gin_binding_and_flag_precedence(tmp_path):
+  out = str(tmp_path / "a")
+  cli.main(["prepare", "scan", "--out", out,
+            "--gin.prepare_scan.split='length'"])
+  assert summary(out)["split"] == "length"
+  gin_file = tmp_path / "c.gin"
+  gin_file.write_text("prepare_scan.split = 'length'\n")
+  out = str(tmp_path / "b")
+  cli.main(["prepare", "scan", "--split", "addprim_turn_left", "--out", out,
+            f"--gin_file={gin_file}"])
+  assert summary(out)["split"] == "addprim_turn_left"  # the flag wins
+
+
+def test_coverage(tmp_path):
+  data = tmp_path / "d.tsv"
+  data.write_text("jump twice\tI_JUMP I_JUMP\n"
+                  "walk left\tI_TURN_LEFT I_WALK\n"
+                  "walk left\tI_WALK\n"
+                  "fly\tI_FLY\n")
+  out = str(tmp_path / "cov")
+  assert cli.main(["coverage", "--grammar", FIXTURE, "--data", str(data),
+                   "--out", out]) == 0
+  s = summary(out)
+  assert s["num_rules"] == 16 and s["num_examples"] == 4
+  assert s["input_coverage"] == 0.75 and s["pair_coverage"] == 0.5
+  assert s["coverage"] == 0.5
+  with open(os.path.join(out, "not_derived.tsv")) as f:
+    assert f.read() == "walk left\tI_WALK\nfly\tI_FLY\n"
+
+
+def test_errors_name_file_and_line(tmp_path, capsys):
+  data = tmp_path / "bad.tsv"
+  data.write_text("jump\tI_JUMP\nno tab here\n")
+  code = cli.main(["coverage", "--grammar", FIXTURE, "--data", str(data),
+                   "--out", str(tmp_path / "o")])
+  assert code == 2
+  err = capsys.readouterr().err
+  assert f"{data}:2: no tab" in err and "Traceback" not in err
+  assert not os.path.exists(tmp_path / "o" / "summary.json")
+  code = cli.main(["coverage", "--grammar", FIXTURE, "--data", str(data),
+                   "--skip_malformed", "--out", str(tmp_path / "o")])
+  assert code == 0
+  assert summary(str(tmp_path / "o"))["num_skipped_malformed"] == 1
+
+
+def test_bad_gin_binding_is_a_clean_error(tmp_path, capsys):
+  code = cli.main(["prepare", "scan", "--out", str(tmp_path / "x"),
+                   "--gin.no_such_function.x=1"])
+  assert code == 2
+  assert "gin configuration" in capsys.readouterr().err
