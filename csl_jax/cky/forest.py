@@ -117,7 +117,8 @@ def _tokenize(pairs) -> List[Tuple[Sequence[str], Sequence[str]]]:
 
 def _grammar_args(g: EncodedGrammar):
   return (g.src_sym, g.src_len, g.tgt_sym, g.tgt_len, g.tgt_first, g.num_nts,
-          g.max_nts, len(g.source_vocab), len(g.target_vocab))
+          g.max_nts, len(g.source_vocab), len(g.target_vocab), g.anchor_off,
+          g.anchor_rules, g.free_rules)
 
 
 @dataclasses.dataclass

@@ -29,6 +29,12 @@ class EncodedGrammar:
   num_nts: np.ndarray  # [R] int32
   tgt_first: np.ndarray  # [R, max target length] bool: first use of its NT
   max_nts: int
+  # Rules indexed by their rarest source terminal (CSR over source ids), and
+  # rules without source terminals: a pair only looks at rules anchored on
+  # its own tokens.
+  anchor_off: np.ndarray
+  anchor_rules: np.ndarray
+  free_rules: np.ndarray
 
   @property
   def num_rules(self) -> int:
@@ -83,5 +89,24 @@ def encode_grammar(rules: Sequence[Rule],
       if sym < 0 and sym not in seen:
         tgt_first[i, t] = True
         seen.add(sym)
+  anchor_off, anchor_rules, free_rules = _anchor_index(srcs, len(source_vocab))
   return EncodedGrammar(rules, source_vocab, target_vocab, src_sym, src_len,
-                        tgt_sym, tgt_len, num_nts, tgt_first, max_nts)
+                        tgt_sym, tgt_len, num_nts, tgt_first, max_nts,
+                        anchor_off, anchor_rules, free_rules)
+
+
+def _anchor_index(srcs: List[List[int]], vocab_size: int):
+  freq = np.zeros(vocab_size, np.int64)
+  for s in srcs:
+    for t in set(s):
+      if t >= 0:
+        freq[t] += 1
+  anchors = [min((t for t in set(s) if t >= 0), key=lambda t: (freq[t], t),
+                 default=-1) for s in srcs]
+  free = np.array([r for r, a in enumerate(anchors) if a < 0], np.int32)
+  order = sorted((a, r) for r, a in enumerate(anchors) if a >= 0)
+  off = np.zeros(vocab_size + 1, np.int64)
+  for a, _ in order:
+    off[a + 1] += 1
+  off = np.cumsum(off)
+  return off, np.array([r for _, r in order], np.int32), free

@@ -38,31 +38,43 @@ def _append_edge(e_rule, e_parent, e_child, ne, rule, parent, children, nnt):
 
 @numba.njit(cache=True)
 def _select_rules(x, y, src_sym, src_len, tgt_sym, tgt_len, present_src,
-                  present_tgt):
-  """Rules whose terminals all occur in x / y; (non-unary, unary-source)."""
-  for t in x:
-    if t >= 0:
-      present_src[t] = True
+                  present_tgt, enabled, anchor_off, anchor_rules, free_rules):
+  """Enabled rules whose terminals all occur in x / y, split into
+  (non-unary, unary-source). Only rules anchored on a token of x (or with
+  no source terminal) are looked at. present_* are zeroed workspaces."""
+  n, m = x.shape[0], y.shape[0]
   for t in y:
     if t >= 0:
-      present_tgt[t] = True
-  num_rules = src_len.shape[0]
-  n, m = x.shape[0], y.shape[0]
-  binary = np.empty(num_rules, np.int32)
-  unary = np.empty(num_rules, np.int32)
+      present_tgt[t] = 1
+  count = free_rules.shape[0]
+  for t in x:
+    if t >= 0 and present_src[t] == 0:
+      present_src[t] = 1
+      count += anchor_off[t + 1] - anchor_off[t]
+  binary = np.empty(count, np.int32)
+  unary = np.empty(count, np.int32)
   nb = 0
   nu = 0
-  for r in range(num_rules):
-    ok = src_len[r] <= n and tgt_len[r] <= m
-    for s in range(src_len[r]):
-      sym = src_sym[r, s]
-      if ok and sym >= 0 and not present_src[sym]:
-        ok = False
-    for s in range(tgt_len[r]):
-      sym = tgt_sym[r, s]
-      if ok and sym >= 0 and not present_tgt[sym]:
-        ok = False
-    if ok:
+  for c in range(free_rules.shape[0] + x.shape[0]):
+    if c < free_rules.shape[0]:
+      lo = c
+      hi = c + 1
+      rules = free_rules
+    else:
+      t = x[c - free_rules.shape[0]]
+      if t < 0 or present_src[t] == 2:
+        continue
+      present_src[t] = 2  # each distinct token once
+      lo = anchor_off[t]
+      hi = anchor_off[t + 1]
+      rules = anchor_rules
+    for k in range(lo, hi):
+      r = rules[k]
+      if not (enabled[r] and src_len[r] <= n and tgt_len[r] <= m):
+        continue
+      if not _terminals_present(r, src_sym, src_len, tgt_sym, tgt_len,
+                                present_src, present_tgt):
+        continue
       if src_len[r] == 1 and src_sym[r, 0] < 0:
         unary[nu] = r
         nu += 1
@@ -71,11 +83,25 @@ def _select_rules(x, y, src_sym, src_len, tgt_sym, tgt_len, present_src,
         nb += 1
   for t in x:
     if t >= 0:
-      present_src[t] = False
+      present_src[t] = 0
   for t in y:
     if t >= 0:
-      present_tgt[t] = False
+      present_tgt[t] = 0
   return binary[:nb], unary[:nu]
+
+
+@numba.njit(cache=True)
+def _terminals_present(r, src_sym, src_len, tgt_sym, tgt_len, present_src,
+                       present_tgt):
+  for s in range(src_len[r]):
+    sym = src_sym[r, s]
+    if sym >= 0 and present_src[sym] == 0:
+      return False
+  for s in range(tgt_len[r]):
+    sym = tgt_sym[r, s]
+    if sym >= 0 and present_tgt[sym] == 0:
+      return False
+  return True
 
 
 @numba.njit(cache=True)
@@ -219,15 +245,18 @@ def _match_source(r, i, j, x, src_has, n1, src_sym, src_len, starts, nxt, cs,
 
 @numba.njit(cache=True)
 def pair_chart(x, y, src_sym, src_len, tgt_sym, tgt_len, tgt_first, num_nts,
-               max_nts, present_src, present_tgt, record):
-  """Fills the pair chart of (x, y). Returns (chart, src_has, edge_rule,
-  edge_parent, edge_children, num_edges); edges only if `record`."""
+               max_nts, present_src, present_tgt, record, enabled, anchor_off,
+               anchor_rules, free_rules):
+  """Fills the pair chart of (x, y) using the rules with enabled[r]. Returns
+  (chart, src_has, edge_rule, edge_parent, edge_children, num_edges); edges
+  only if `record`."""
   n, m = x.shape[0], y.shape[0]
   n1, m1 = n + 1, m + 1
   chart = np.zeros(n1 * n1 * m1 * m1, np.bool_)
   src_has = np.zeros(n1 * n1, np.bool_)
   binary, unary = _select_rules(x, y, src_sym, src_len, tgt_sym, tgt_len,
-                                present_src, present_tgt)
+                                present_src, present_tgt, enabled, anchor_off,
+                                anchor_rules, free_rules)
   cap = 64
   e_rule = np.empty(cap, np.int32)
   e_parent = np.empty(cap, np.int64)
@@ -354,32 +383,56 @@ def prune_pair_forest(n, m, chart, e_rule, e_parent, e_child, ne):
 @numba.njit(cache=True)
 def derivable_batch(xs, x_off, ys, y_off, src_sym, src_len, tgt_sym, tgt_len,
                     tgt_first, num_nts, max_nts, num_src_vocab,
-                    num_tgt_vocab):
+                    num_tgt_vocab, anchor_off, anchor_rules, free_rules):
   """Whether each pair (x_b, y_b) is derivable from the root."""
+  enabled = np.ones(src_len.shape[0], np.bool_)
+  none = np.full(x_off.shape[0] - 1, -1, np.int64)
+  return derivable_masked(xs, x_off, ys, y_off, src_sym, src_len, tgt_sym,
+                          tgt_len, tgt_first, num_nts, max_nts, num_src_vocab,
+                          num_tgt_vocab, anchor_off, anchor_rules, free_rules,
+                          enabled, none, none)
+
+
+@numba.njit(cache=True, parallel=True)
+def derivable_masked(xs, x_off, ys, y_off, src_sym, src_len, tgt_sym,
+                     tgt_len, tgt_first, num_nts, max_nts, num_src_vocab,
+                     num_tgt_vocab, anchor_off, anchor_rules, free_rules,
+                     enabled, include, exclude):
+  """Like derivable_batch with the rules in `enabled`, plus rule include[b]
+  and minus rule exclude[b] for pair b (-1: none). Pairs run in parallel."""
   batch = x_off.shape[0] - 1
   out = np.zeros(batch, np.bool_)
-  present_src = np.zeros(max(num_src_vocab, 1), np.bool_)
-  present_tgt = np.zeros(max(num_tgt_vocab, 1), np.bool_)
-  for b in range(batch):
+  for b in numba.prange(batch):
+    present_src = np.zeros(max(num_src_vocab, 1), np.int8)
+    present_tgt = np.zeros(max(num_tgt_vocab, 1), np.int8)
+    mask = enabled
+    if include[b] >= 0 or exclude[b] >= 0:
+      mask = enabled.copy()
+      if include[b] >= 0:
+        mask[include[b]] = True
+      if exclude[b] >= 0:
+        mask[exclude[b]] = False
     x = xs[x_off[b]:x_off[b + 1]]
     y = ys[y_off[b]:y_off[b + 1]]
     n, m = x.shape[0], y.shape[0]
     chart, _, _, _, _, _ = pair_chart(
         x, y, src_sym, src_len, tgt_sym, tgt_len, tgt_first, num_nts,
-        max_nts, present_src, present_tgt, False)
+        max_nts, present_src, present_tgt, False, mask, anchor_off,
+        anchor_rules, free_rules)
     out[b] = chart[((0 * (n + 1) + n) * (m + 1) + 0) * (m + 1) + m]
   return out
 
 
 @numba.njit(cache=True)
 def forest_batch(xs, x_off, ys, y_off, src_sym, src_len, tgt_sym, tgt_len,
-                 tgt_first, num_nts, max_nts, num_src_vocab, num_tgt_vocab):
+                 tgt_first, num_nts, max_nts, num_src_vocab, num_tgt_vocab,
+                 anchor_off, anchor_rules, free_rules):
   """Pruned forests of a batch, concatenated: per-example node and edge
   offsets, nodes [N, 4], edge_rule, edge_parent, edge_children (node ids
   local to their example)."""
   batch = x_off.shape[0] - 1
-  present_src = np.zeros(max(num_src_vocab, 1), np.bool_)
-  present_tgt = np.zeros(max(num_tgt_vocab, 1), np.bool_)
+  present_src = np.zeros(max(num_src_vocab, 1), np.int8)
+  present_tgt = np.zeros(max(num_tgt_vocab, 1), np.int8)
   node_off = np.zeros(batch + 1, np.int64)
   edge_off = np.zeros(batch + 1, np.int64)
   width = max(max_nts, 1)
@@ -387,12 +440,14 @@ def forest_batch(xs, x_off, ys, y_off, src_sym, src_len, tgt_sym, tgt_len,
   all_rule = np.empty(1024, np.int32)
   all_parent = np.empty(1024, np.int32)
   all_child = np.empty((1024, width), np.int32)
+  enabled = np.ones(src_len.shape[0], np.bool_)
   for b in range(batch):
     x = xs[x_off[b]:x_off[b + 1]]
     y = ys[y_off[b]:y_off[b + 1]]
     chart, _, e_rule, e_parent, e_child, ne = pair_chart(
         x, y, src_sym, src_len, tgt_sym, tgt_len, tgt_first, num_nts,
-        max_nts, present_src, present_tgt, True)
+        max_nts, present_src, present_tgt, True, enabled, anchor_off,
+        anchor_rules, free_rules)
     nodes, rule, parent, child = prune_pair_forest(
         x.shape[0], y.shape[0], chart, e_rule, e_parent, e_child, ne)
     n0 = node_off[b]

@@ -12,6 +12,7 @@ starting with `#` that has no ` ### ` is a comment; blank lines are skipped.
 """
 
 import dataclasses
+import functools
 import io
 import os
 import re
@@ -28,8 +29,9 @@ def nt_token(index: int) -> str:
   return f"NT_{index}"
 
 
+@functools.lru_cache(maxsize=1 << 20)
 def nt_index(token: str) -> int:
-  """The index of an NT token, or 0 for a terminal."""
+  """The index of an NT token, or 0 for a terminal (cached: hot path)."""
   m = _NT_RE.match(token)
   return int(m.group(1)) if m else 0
 
@@ -75,7 +77,7 @@ def validate_rule(rule: Rule) -> str:
   if tgt != set(src):
     missing = sorted(set(src) - tgt)
     return f"source NT {nt_token(missing[0])} does not occur in the target"
-  if rule.source == rule.target and len(rule.source) == 1:
+  if rule.source == rule.target and rule.is_unary_source:
     return "identity rule NT_1 ### NT_1 derives nothing and loops"
   return ""
 

@@ -1,0 +1,56 @@
+"""CSL's grammar induction objective (Qiu et al., 2022, Eqs. 6-7).
+
+L(G) = sum over rules of |alpha| + |beta| - c(alpha, beta), where |.| counts
+terminals at `terminal_cost` (k_t) and NTs at `nonterminal_cost`, and
+c = k_alpha ln p(alpha|beta) + k_beta ln p(beta|alpha) <= 0. Lower is better.
+"""
+
+import dataclasses
+import math
+from typing import Dict, Iterable
+
+from csl_jax.induction.statistics import PairStatistics
+from csl_jax.qcfg.rules import Rule, nt_index
+
+
+@dataclasses.dataclass(frozen=True)
+class ObjectiveConfig:
+  terminal_cost: float = 1.0  # k_t
+  nonterminal_cost: float = 1.0
+  source_given_target: float = 1.0  # k_alpha
+  target_given_source: float = 1.0  # k_beta
+
+
+class Objective:
+
+  def __init__(self, config: ObjectiveConfig, stats: PairStatistics):
+    self.config = config
+    self.stats = stats
+    self._cache: Dict[Rule, float] = {}
+
+  def size(self, tokens) -> float:
+    c = self.config
+    return sum(c.nonterminal_cost if nt_index(t) else c.terminal_cost
+               for t in tokens)
+
+  def correlation(self, rule: Rule) -> float:
+    """c(alpha, beta); -inf if the sides never occur together."""
+    c = self.config
+    p_src, p_tgt = self.stats.conditionals(rule.source, rule.target)
+    total = 0.0
+    for coef, p in ((c.source_given_target, p_src),
+                    (c.target_given_source, p_tgt)):
+      if coef:
+        total += coef * math.log(p) if p > 0 else -math.inf
+    return total
+
+  def rule_cost(self, rule: Rule) -> float:
+    cost = self._cache.get(rule)
+    if cost is None:
+      cost = (self.size(rule.source) + self.size(rule.target)
+              - self.correlation(rule))
+      self._cache[rule] = cost
+    return cost
+
+  def total(self, rules: Iterable[Rule]) -> float:
+    return sum(self.rule_cost(r) for r in rules)

@@ -1,0 +1,37 @@
+"""Pure-Python twin of `occurrence_kernel`: brute force over substitutions."""
+
+import itertools
+from typing import Sequence
+
+from csl_jax.qcfg.rules import nt_index
+
+
+def occurs(pattern: Sequence[str], tokens: Sequence[str]) -> bool:
+  """Some substitution of non-empty strings for the NTs (equal for equal
+  NTs) turns `pattern` into a substring of `tokens`."""
+  tokens = list(tokens)
+  n = len(tokens)
+  nts = sorted({nt_index(p) for p in pattern if nt_index(p)})
+  for start in range(n):
+    for end in range(start + 1, n + 1):
+      window = tokens[start:end]
+      # Choose a length for each NT; the window must be spelled exactly.
+      for lengths in itertools.product(range(1, len(window) + 1),
+                                       repeat=len(nts)):
+        size = dict(zip(nts, lengths))
+        out, binding, i, ok = [], {}, 0, True
+        for p in pattern:
+          k = nt_index(p)
+          piece = window[i:i + size[k]] if k else window[i:i + 1]
+          if k:
+            if binding.setdefault(k, piece) != piece or len(piece) < size[k]:
+              ok = False
+              break
+          elif piece != [p]:
+            ok = False
+            break
+          out += piece
+          i += len(piece)
+        if ok and out == window:
+          return True
+  return False

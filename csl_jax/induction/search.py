@@ -1,0 +1,366 @@
+"""CSL grammar induction: parallel greedy search (Qiu et al., 2022, §3.1.4
+and Appendix B.3).
+
+The grammar starts as one rule per training example (plus seed rules) and
+always derives every example. Each step looks at every rule: if the others
+derive it, removing it is an action; otherwise each rule r3 in UNIFY(r, r')
+for the other rules r' is a candidate action "add r3, remove r and every rule
+r3 makes redundant". Each rule proposes its best improving action; the
+actions are executed in a deterministic order, each removal re-checked
+against the grammar as it is at that moment, so the invariant holds.
+"""
+
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import time
+from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
+
+from absl import logging
+import numpy as np
+
+from csl_jax.files import atomic_write_json, read_json
+from csl_jax.induction.derivability import RuleChecker
+from csl_jax.induction.objective import Objective, ObjectiveConfig
+from csl_jax.induction.prune import prune
+from csl_jax.induction.statistics import PairStatistics
+from csl_jax.induction.unify import unify
+from csl_jax.qcfg.rules import Rule, format_rule, nt_index, parse_rule
+
+Pair = Tuple[Tuple[str, ...], Tuple[str, ...]]
+
+
+@dataclasses.dataclass(frozen=True)
+class InductionConfig:
+  """Options of the paper (Table 6 and Appendix B.3)."""
+  max_nts: int = 4
+  allow_repeated_target_nts: bool = True
+  allow_single_nt_target: bool = True
+  terminal_cost: float = 1.0  # k_t; an NT costs nonterminal_cost
+  nonterminal_cost: float = 1.0
+  source_given_target: float = 1.0  # k_alpha
+  target_given_source: float = 1.0  # k_beta
+  num_partitions: int = 1
+  max_steps: int = 20  # per partition
+  sample_size: int = 0  # estimate p-hat on this many examples (0: all)
+  candidates_per_rule: int = 8  # best candidates whose removals are checked
+  seed: int = 0
+
+  def objective_config(self) -> ObjectiveConfig:
+    return ObjectiveConfig(self.terminal_cost, self.nonterminal_cost,
+                           self.source_given_target, self.target_given_source)
+
+
+@dataclasses.dataclass
+class StepRecord:
+  partition: int
+  step: int
+  num_rules: int
+  objective: float
+  num_removed: int
+  num_added: int
+  seconds: float
+
+
+@dataclasses.dataclass
+class InductionResult:
+  rules: List[Rule]
+  history: List[StepRecord]
+
+
+def _key(rule: Rule) -> str:
+  return format_rule(rule)
+
+
+class _TerminalIndex:
+  """Finds rules whose terminals are a subset / superset of a rule's."""
+
+  def __init__(self, rules: Sequence[Rule]):
+    self.rules = list(rules)
+    self.terms = [self.terms_of(r) for r in self.rules]
+    freq: Dict[Tuple[str, str], int] = {}
+    for ts in self.terms:
+      for t in ts:
+        freq[t] = freq.get(t, 0) + 1
+    self.freq = freq
+    self.keyed: Dict[Tuple[str, str], List[int]] = {}
+    self.postings: Dict[Tuple[str, str], List[int]] = {}
+    self.terminal_free: List[int] = []
+    for i, ts in enumerate(self.terms):
+      if not ts:
+        self.terminal_free.append(i)
+        continue
+      self.keyed.setdefault(self._rarest(ts), []).append(i)
+      for t in ts:
+        self.postings.setdefault(t, []).append(i)
+
+  @staticmethod
+  def terms_of(rule: Rule) -> frozenset:
+    return frozenset([("s", t) for t in rule.source if not nt_index(t)] +
+                     [("t", t) for t in rule.target if not nt_index(t)])
+
+  def _rarest(self, ts) -> Tuple[str, str]:
+    return min(ts, key=lambda t: (self.freq.get(t, 0), t))
+
+  def subsets(self, rule: Rule) -> List[int]:
+    """Rules whose terminal sets are subsets of rule's (UNIFY partners)."""
+    ts = self.terms_of(rule)
+    out = list(self.terminal_free)
+    for t in ts:
+      out.extend(i for i in self.keyed.get(t, ()) if self.terms[i] <= ts)
+    return out
+
+  def supersets(self, rule: Rule) -> List[int]:
+    """Rules containing all of rule's terminals (may use it)."""
+    ts = self.terms_of(rule)
+    if not ts:
+      return list(range(len(self.rules)))
+    known = [t for t in ts if t in self.freq]
+    if len(known) < len(ts):
+      return []
+    return [i for i in self.postings[self._rarest(ts)] if ts <= self.terms[i]]
+
+
+class Inducer:
+  """Runs the search over one training set."""
+
+  def __init__(self, pairs: Sequence[Pair], config: InductionConfig,
+               seed_rules: Sequence[Rule] = (),
+               target_ok: Optional[Callable[[Rule], bool]] = None):
+    self.config = config
+    self.pairs = [(tuple(x), tuple(y)) for x, y in pairs]
+    self.seed_rules = list(seed_rules)
+    self._seed_set = frozenset(self.seed_rules)
+    self.stats = PairStatistics(self.pairs, config.sample_size, config.seed)
+    self.objective = Objective(config.objective_config(), self.stats)
+    self._target_ok = target_ok
+    self._allowed_cache: Dict[Rule, bool] = {}
+
+  # --- candidate constraints --------------------------------------------
+
+  def allowed(self, rule: Rule) -> bool:
+    ok = self._allowed_cache.get(rule)
+    if ok is None:
+      ok = self._allowed(rule)
+      self._allowed_cache[rule] = ok
+    return ok
+
+  def _allowed(self, rule: Rule) -> bool:
+    c = self.config
+    if rule.num_nts > c.max_nts:
+      return False
+    nts = [t for t in rule.target if nt_index(t)]
+    if not c.allow_repeated_target_nts and len(nts) != len(set(nts)):
+      return False
+    if (not c.allow_single_nt_target and len(rule.target) == 1
+        and nts):
+      return False
+    if not math.isfinite(self.objective.rule_cost(rule)):
+      return False
+    return self._target_ok is None or self._target_ok(rule)
+
+  def _best_candidates(self, candidates, present) -> List[Rule]:
+    """The candidates_per_rule allowed candidates of lowest cost. Costs are
+    computed lazily in order of size, a lower bound of the cost (the
+    correlation penalty is >= 0), so p-hat is estimated for few of them."""
+    k = self.config.candidates_per_rule
+    cost = self.objective.rule_cost
+    by_size = sorted((self.objective.size(r.source) +
+                      self.objective.size(r.target), _key(r), r)
+                     for r in candidates if r not in present)
+    best: List[Tuple[float, str, Rule]] = []
+    for size, key, rule in by_size:
+      if len(best) == k and size >= best[-1][0]:
+        break
+      if not self.allowed(rule):
+        continue
+      best.append((cost(rule), key, rule))
+      best.sort()
+      del best[k:]
+    return [r for _, _, r in best]
+
+  # --- one step ---------------------------------------------------------
+
+  def step(self, grammar: List[Rule]) -> Tuple[List[Rule], int, int]:
+    """One parallel greedy step; returns (grammar, #removed, #added)."""
+    cost = self.objective.rule_cost
+    checker = RuleChecker(grammar, self.config.max_nts)
+    checker.enable(grammar)
+    ids = list(range(len(grammar)))
+    removable = checker.rules_derivable(grammar, exclude=ids)
+    seeds = self._seed_set
+    removable &= np.array([r not in seeds for r in grammar], np.bool_)
+    index = _TerminalIndex(grammar)
+    present = set(grammar)
+
+    # Candidates r3 of every rule that cannot simply be removed.
+    proposals: Dict[int, List[Tuple[float, str, Rule]]] = {}
+    for i, rule in enumerate(grammar):
+      if removable[i] or rule in seeds:  # seed rules are never split
+        continue
+      candidates: Set[Rule] = set()
+      for j in index.subsets(rule):
+        if j != i:
+          candidates |= unify(rule, grammar[j])
+      best = self._best_candidates(candidates, present)
+      if best:
+        proposals[i] = best
+
+    # What each distinct added rule makes redundant.
+    additions = sorted({r3 for ps in proposals.values() for r3 in ps},
+                       key=_key)
+    removals: Dict[Rule, List[int]] = {}
+    wide = checker
+    if additions:
+      wide = RuleChecker(grammar + additions, self.config.max_nts)
+      wide.enable(grammar)
+      queries, owners = [], []
+      for a, r3 in enumerate(additions):
+        for j in index.supersets(r3):
+          queries.append((len(grammar) + a, j))
+          owners.append(r3)
+      ok = wide.rules_derivable([grammar[j] for _, j in queries],
+                                include=[q[0] for q in queries],
+                                exclude=[q[1] for q in queries])
+      for (_, j), r3, good in zip(queries, owners, ok):
+        if good:
+          removals.setdefault(r3, []).append(j)
+
+    # Each rule's best improving action.
+    actions: Dict[str, Tuple[float, Optional[Rule], Tuple[int, ...]]] = {}
+    for i, rule in enumerate(grammar):
+      if removable[i]:
+        actions[_key(rule)] = (-cost(rule), None, (i,))
+        continue
+      best = None
+      for r3 in proposals.get(i, ()):
+        gone = removals.get(r3, ())
+        if i not in gone:
+          continue
+        delta = cost(r3) - sum(cost(grammar[j]) for j in gone)
+        if delta < 0 and (best is None or (delta, _key(r3)) < best[:2]):
+          best = (delta, _key(r3), r3, tuple(gone))
+      if best is not None:
+        actions["+" + best[1]] = (best[0], best[2], best[3])
+
+    return self._execute(grammar, actions, wide)
+
+  def _execute(self, grammar, actions, checker):
+    """Applies actions best first, re-checking every removal. `checker`
+    knows every rule involved, with exactly `grammar` enabled."""
+    current = set(grammar)
+    num_removed = num_added = 0
+    cost = self.objective.rule_cost
+    ordered = sorted(actions.items(), key=lambda kv: (kv[1][0], kv[0]))
+    # Plain removals first, together: drop them all, then put back those
+    # the remaining rules do not derive, until the rest all check out.
+    plain = [grammar[rm[0]] for _, (_, add, rm) in ordered if add is None]
+    while plain:
+      checker.enable(plain, False)
+      ok = checker.rules_derivable(plain)
+      checker.enable([r for r, good in zip(plain, ok) if not good])
+      if ok.all():
+        break
+      plain = [r for r, good in zip(plain, ok) if good]
+    current.difference_update(plain)
+    num_removed += len(plain)
+    for _, (delta, add, remove) in ordered:
+      if add is None:
+        continue
+      newly_added = add not in current
+      if newly_added:
+        checker.enable([add])
+        current.add(add)
+      removed = []
+      for j in sorted(remove):
+        rule = grammar[j]
+        if rule not in current:
+          continue
+        if checker.rules_derivable([rule],
+                                   exclude=[checker.index[rule]])[0]:
+          checker.enable([rule], False)
+          current.discard(rule)
+          removed.append(rule)
+      if newly_added and cost(add) >= sum(cost(r) for r in removed):
+        # Earlier actions took away what made this one pay: undo it.
+        checker.enable(removed)
+        current.update(removed)
+        checker.enable([add], False)
+        current.discard(add)
+        continue
+      num_removed += len(removed)
+      num_added += int(newly_added)
+    return sorted(current, key=_key), num_removed, num_added
+
+  # --- the whole search -------------------------------------------------
+
+  def partitions(self) -> List[List[Pair]]:
+    unique = sorted(set(self.pairs),
+                    key=lambda p: (len(p[0]), len(p[1]), p))
+    count = max(1, min(self.config.num_partitions, len(unique)))
+    bounds = np.linspace(0, len(unique), count + 1).round().astype(int)
+    return [unique[bounds[k]:bounds[k + 1]] for k in range(count)]
+
+  def fingerprint(self) -> str:
+    h = hashlib.sha256()
+    h.update(json.dumps(dataclasses.asdict(self.config),
+                        sort_keys=True).encode())
+    for x, y in self.pairs:
+      h.update((" ".join(x) + "\t" + " ".join(y) + "\n").encode())
+    for r in self.seed_rules:
+      h.update((_key(r) + "\n").encode())
+    return h.hexdigest()
+
+  def run(self, checkpoint: Optional[str] = None,
+          progress: Optional[Callable[[StepRecord], None]] = None
+          ) -> InductionResult:
+    parts = self.partitions()
+    grammar = sorted(set(self.seed_rules), key=_key)
+    history: List[StepRecord] = []
+    start_partition, start_step = 0, 0
+    fingerprint = self.fingerprint()
+    if checkpoint and os.path.exists(checkpoint):
+      state = read_json(checkpoint)
+      if state.get("fingerprint") == fingerprint:
+        grammar = [parse_rule(r, checkpoint) for r in state["rules"]]
+        history = [StepRecord(**h) for h in state["history"]]
+        start_partition, start_step = state["partition"], state["step"]
+        logging.info("resuming from %s: partition %d, step %d", checkpoint,
+                     start_partition, start_step)
+      else:
+        logging.warning("ignoring %s: different data or config", checkpoint)
+    for p in range(start_partition, len(parts)):
+      if p > start_partition or start_step == 0:
+        grammar = sorted(set(grammar) | {Rule(x, y) for x, y in parts[p]},
+                         key=_key)
+      first = start_step if p == start_partition else 0
+      converged = set(grammar) - {Rule(x, y) for x, y in parts[p]}
+      for s in range(first, self.config.max_steps):
+        t0 = time.time()
+        grammar, removed, added = self.step(grammar)
+        # If only this partition's example rules went, the grammar is the one
+        # the last step left unchanged, and another step would be too.
+        done = (removed == 0 and added == 0) or (
+            s == first and not added and set(grammar) == converged)
+        record = StepRecord(p, s, len(grammar),
+                            round(self.objective.total(grammar), 4), removed,
+                            added, round(time.time() - t0, 4))
+        history.append(record)
+        if progress:
+          progress(record)
+        if checkpoint:
+          last = done or s + 1 == self.config.max_steps
+          atomic_write_json(checkpoint, {
+              "fingerprint": fingerprint,
+              "partition": p + 1 if last else p,
+              "step": 0 if last else s + 1,
+              "rules": [_key(r) for r in grammar],
+              "history": [dataclasses.asdict(h) for h in history]})
+        if done:
+          break
+    grammar = sorted(prune(grammar, self.pairs, self.config.max_nts,
+                           self.objective.rule_cost, self.seed_rules),
+                     key=_key)
+    return InductionResult(grammar, history)
