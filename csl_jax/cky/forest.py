@@ -145,8 +145,10 @@ def derivable(grammar: EncodedGrammar, pairs: Iterable,
   out = np.zeros(len(pairs), np.bool_)
   if keep:
     xs, x_off, ys, y_off = _pack(grammar, pairs, keep)
-    out[keep] = qcfg_kernel.derivable_batch(xs, x_off, ys, y_off,
-                                            *_grammar_args(grammar))
+    everything = np.ones(grammar.num_rules, np.bool_)
+    none = np.full(len(keep), -1, np.int64)
+    out[keep] = qcfg_kernel.derivable_masked(
+        xs, x_off, ys, y_off, *_grammar_args(grammar), everything, none, none)
   return out
 
 

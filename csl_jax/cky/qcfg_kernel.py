@@ -380,26 +380,15 @@ def prune_pair_forest(n, m, chart, e_rule, e_parent, e_child, ne):
   return nodes, out_rule, out_parent, out_child
 
 
-@numba.njit(cache=True)
-def derivable_batch(xs, x_off, ys, y_off, src_sym, src_len, tgt_sym, tgt_len,
-                    tgt_first, num_nts, max_nts, num_src_vocab,
-                    num_tgt_vocab, anchor_off, anchor_rules, free_rules):
-  """Whether each pair (x_b, y_b) is derivable from the root."""
-  enabled = np.ones(src_len.shape[0], np.bool_)
-  none = np.full(x_off.shape[0] - 1, -1, np.int64)
-  return derivable_masked(xs, x_off, ys, y_off, src_sym, src_len, tgt_sym,
-                          tgt_len, tgt_first, num_nts, max_nts, num_src_vocab,
-                          num_tgt_vocab, anchor_off, anchor_rules, free_rules,
-                          enabled, none, none)
-
-
 @numba.njit(cache=True, parallel=True)
 def derivable_masked(xs, x_off, ys, y_off, src_sym, src_len, tgt_sym,
                      tgt_len, tgt_first, num_nts, max_nts, num_src_vocab,
                      num_tgt_vocab, anchor_off, anchor_rules, free_rules,
                      enabled, include, exclude):
-  """Like derivable_batch with the rules in `enabled`, plus rule include[b]
-  and minus rule exclude[b] for pair b (-1: none). Pairs run in parallel."""
+  """Whether each pair (x_b, y_b) is derivable from the root using the rules
+  in `enabled`, plus rule include[b] and minus rule exclude[b] (-1: none).
+  Pairs run in parallel; call it from Python only (a parallel kernel loaded
+  from numba's cache inside another kernel can crash)."""
   batch = x_off.shape[0] - 1
   out = np.zeros(batch, np.bool_)
   for b in numba.prange(batch):

@@ -12,12 +12,14 @@ from absl import logging
 import gin
 
 from csl_jax.cli import coverage
+from csl_jax.cli import induce
 from csl_jax.cli import prepare
 from csl_jax.cli import stage
 from csl_jax.errors import InputError
 
 SUBCOMMANDS = {
     "prepare": prepare,
+    "induce": induce,
     "coverage": coverage,
 }
 

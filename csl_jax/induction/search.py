@@ -19,6 +19,7 @@ import time
 from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from absl import logging
+import gin
 import numpy as np
 
 from csl_jax.files import atomic_write_json, read_json
@@ -32,6 +33,7 @@ from csl_jax.qcfg.rules import Rule, format_rule, nt_index, parse_rule
 Pair = Tuple[Tuple[str, ...], Tuple[str, ...]]
 
 
+@gin.configurable
 @dataclasses.dataclass(frozen=True)
 class InductionConfig:
   """Options of the paper (Table 6 and Appendix B.3)."""
