@@ -380,6 +380,30 @@ def prune_pair_forest(n, m, chart, e_rule, e_parent, e_child, ne):
   return nodes, out_rule, out_parent, out_child
 
 
+@numba.njit(cache=True)
+def _derivable_one(b, xs, x_off, ys, y_off, src_sym, src_len, tgt_sym,
+                   tgt_len, tgt_first, num_nts, max_nts, num_src_vocab,
+                   num_tgt_vocab, anchor_off, anchor_rules, free_rules,
+                   enabled, include, exclude):
+  present_src = np.zeros(max(num_src_vocab, 1), np.int8)
+  present_tgt = np.zeros(max(num_tgt_vocab, 1), np.int8)
+  mask = enabled
+  if include[b] >= 0 or exclude[b] >= 0:
+    mask = enabled.copy()
+    if include[b] >= 0:
+      mask[include[b]] = True
+    if exclude[b] >= 0:
+      mask[exclude[b]] = False
+  x = xs[x_off[b]:x_off[b + 1]]
+  y = ys[y_off[b]:y_off[b + 1]]
+  n, m = x.shape[0], y.shape[0]
+  chart, _, _, _, _, _ = pair_chart(
+      x, y, src_sym, src_len, tgt_sym, tgt_len, tgt_first, num_nts,
+      max_nts, present_src, present_tgt, False, mask, anchor_off,
+      anchor_rules, free_rules)
+  return chart[((0 * (n + 1) + n) * (m + 1) + 0) * (m + 1) + m]
+
+
 @numba.njit(cache=True, parallel=True)
 def derivable_masked(xs, x_off, ys, y_off, src_sym, src_len, tgt_sym,
                      tgt_len, tgt_first, num_nts, max_nts, num_src_vocab,
@@ -392,23 +416,28 @@ def derivable_masked(xs, x_off, ys, y_off, src_sym, src_len, tgt_sym,
   batch = x_off.shape[0] - 1
   out = np.zeros(batch, np.bool_)
   for b in numba.prange(batch):
-    present_src = np.zeros(max(num_src_vocab, 1), np.int8)
-    present_tgt = np.zeros(max(num_tgt_vocab, 1), np.int8)
-    mask = enabled
-    if include[b] >= 0 or exclude[b] >= 0:
-      mask = enabled.copy()
-      if include[b] >= 0:
-        mask[include[b]] = True
-      if exclude[b] >= 0:
-        mask[exclude[b]] = False
-    x = xs[x_off[b]:x_off[b + 1]]
-    y = ys[y_off[b]:y_off[b + 1]]
-    n, m = x.shape[0], y.shape[0]
-    chart, _, _, _, _, _ = pair_chart(
-        x, y, src_sym, src_len, tgt_sym, tgt_len, tgt_first, num_nts,
-        max_nts, present_src, present_tgt, False, mask, anchor_off,
-        anchor_rules, free_rules)
-    out[b] = chart[((0 * (n + 1) + n) * (m + 1) + 0) * (m + 1) + m]
+    out[b] = _derivable_one(
+        b, xs, x_off, ys, y_off, src_sym, src_len, tgt_sym, tgt_len,
+        tgt_first, num_nts, max_nts, num_src_vocab, num_tgt_vocab,
+        anchor_off, anchor_rules, free_rules, enabled, include, exclude)
+  return out
+
+
+@numba.njit(cache=True)
+def derivable_masked_serial(xs, x_off, ys, y_off, src_sym, src_len, tgt_sym,
+                            tgt_len, tgt_first, num_nts, max_nts,
+                            num_src_vocab, num_tgt_vocab, anchor_off,
+                            anchor_rules, free_rules, enabled, include,
+                            exclude):
+  """derivable_masked on one thread: for small batches, where waking the
+  thread pool costs more than the work."""
+  batch = x_off.shape[0] - 1
+  out = np.zeros(batch, np.bool_)
+  for b in range(batch):
+    out[b] = _derivable_one(
+        b, xs, x_off, ys, y_off, src_sym, src_len, tgt_sym, tgt_len,
+        tgt_first, num_nts, max_nts, num_src_vocab, num_tgt_vocab,
+        anchor_off, anchor_rules, free_rules, enabled, include, exclude)
   return out
 
 

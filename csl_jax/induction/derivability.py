@@ -57,7 +57,9 @@ class RuleChecker:
     y_off[1:] = np.cumsum([len(y) for y in ys])
     inc = np.asarray(include if len(include) else [-1] * size, np.int64)
     exc = np.asarray(exclude if len(exclude) else [-1] * size, np.int64)
-    return qcfg_kernel.derivable_masked(
+    kernel = (qcfg_kernel.derivable_masked if size >= 64
+              else qcfg_kernel.derivable_masked_serial)
+    return kernel(
         np.concatenate(xs).astype(np.int32), x_off,
         np.concatenate(ys).astype(np.int32), y_off, g.src_sym, g.src_len,
         g.tgt_sym, g.tgt_len, g.tgt_first, g.num_nts, g.max_nts,

@@ -221,6 +221,8 @@ class Inducer:
       queries, owners = [], []
       for a, r3 in enumerate(additions):
         for j in index.supersets(r3):
+          if grammar[j] in seeds:
+            continue
           queries.append((len(grammar) + a, j))
           owners.append(r3)
       ok = wide.rules_derivable([grammar[j] for _, j in queries],
@@ -305,6 +307,20 @@ class Inducer:
     bounds = np.linspace(0, len(unique), count + 1).round().astype(int)
     return [unique[bounds[k]:bounds[k + 1]] for k in range(count)]
 
+  def _add_examples(self, grammar: List[Rule], pairs: Sequence[Pair]
+                    ) -> List[Rule]:
+    """Adds a rule for each example the grammar does not derive yet. (An
+    example rule has no NTs, so it cannot help derive another rule: those
+    the grammar derives would be removed by the next step anyway.)"""
+    new = sorted({Rule(x, y) for x, y in pairs} - set(grammar), key=_key)
+    if not new:
+      return grammar
+    checker = RuleChecker(grammar, self.config.max_nts)
+    checker.enable(grammar)
+    derived = checker.rules_derivable(new)
+    return sorted(set(grammar) | {r for r, d in zip(new, derived) if not d},
+                  key=_key)
+
   def fingerprint(self) -> str:
     h = hashlib.sha256()
     h.update(json.dumps(dataclasses.asdict(self.config),
@@ -335,17 +351,12 @@ class Inducer:
         logging.warning("ignoring %s: different data or config", checkpoint)
     for p in range(start_partition, len(parts)):
       if p > start_partition or start_step == 0:
-        grammar = sorted(set(grammar) | {Rule(x, y) for x, y in parts[p]},
-                         key=_key)
+        grammar = self._add_examples(grammar, parts[p])
       first = start_step if p == start_partition else 0
-      converged = set(grammar) - {Rule(x, y) for x, y in parts[p]}
       for s in range(first, self.config.max_steps):
         t0 = time.time()
         grammar, removed, added = self.step(grammar)
-        # If only this partition's example rules went, the grammar is the one
-        # the last step left unchanged, and another step would be too.
-        done = (removed == 0 and added == 0) or (
-            s == first and not added and set(grammar) == converged)
+        done = removed == 0 and added == 0
         record = StepRecord(p, s, len(grammar),
                             round(self.objective.total(grammar), 4), removed,
                             added, round(time.time() - t0, 4))

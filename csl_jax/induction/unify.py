@@ -5,11 +5,16 @@ occurrence), renumbering NTs in source order; when it equals rc we write
 ra o rb => rc. UNIFY(r1, r2) is the set of rules r3 with r2 o r3 => r1 or
 r3 o r2 => r1. Candidates are found by alignment and then checked by
 composing them back, so every returned rule satisfies the definition.
+
+Where r2's target occurs several times in r1's, a parent r3 replaces either
+one occurrence or all of them (greedily from the left), not every subset:
+`NT_1 twice ### NT_1 NT_1` and `NT_1 twice ### JUMP NT_1` are found from
+`jump twice ### JUMP JUMP`, but not every mixed choice for longer repeats.
 """
 
 from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
-from csl_jax.qcfg.rules import Rule, nt_index, nt_token, validate_rule
+from csl_jax.qcfg.rules import Rule, nt_index, nt_token
 
 _FRESH = 10**6  # NT indices above any real rule's, before renumbering
 
@@ -84,7 +89,7 @@ def _non_overlapping(starts: Sequence[int], size: int) -> List[int]:
 def _as_parent(r1: Rule, r2: Rule) -> Iterator[Rule]:
   """r3 with r3 o r2 => r1: r2's pair abstracted out of r1 as a new NT."""
   size = len(r2.source)
-  if size >= len(r1.source):
+  if size > len(r1.source):
     return
   fresh = nt_token(_FRESH)
   for p in range(len(r1.source) - size + 1):
@@ -152,15 +157,27 @@ def _as_child(r1: Rule, r2: Rule) -> Iterator[Rule]:
       yield canonical(r1.source[pos:pos + middle], piece)
 
 
+def _linked(rule: Rule) -> bool:
+  """The NT conditions of a valid rule, for rules built by `canonical` from
+  valid rules' tokens: every source NT on the target side and no other."""
+  if not rule.source or not rule.target:
+    return False
+  src = {t for t in rule.source if nt_index(t)}
+  tgt = {t for t in rule.target if nt_index(t)}
+  if src != tgt:
+    return False
+  return not (len(rule.source) == 1 and rule.source == rule.target)
+
+
 def unify(r1: Rule, r2: Rule) -> Set[Rule]:
   """UNIFY(r1, r2): rules r3 with r2 o r3 => r1 or r3 o r2 => r1."""
   out = set()
   for r3 in _as_parent(r1, r2):
-    if not validate_rule(r3) and r3 != r1 and any(
+    if r3 != r1 and _linked(r3) and any(
         compose(r3, k, r2) == r1 for k in range(1, r3.num_nts + 1)):
       out.add(r3)
   for r3 in _as_child(r1, r2):
-    if not validate_rule(r3) and r3 != r1 and any(
+    if r3 != r1 and _linked(r3) and any(
         compose(r2, k, r3) == r1 for k in range(1, r2.num_nts + 1)):
       out.add(r3)
   return out

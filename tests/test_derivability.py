@@ -1,0 +1,180 @@
+"""Rule-level derivability with NT leaves and per-query rule masks."""
+
+import hypothesis
+from hypothesis import strategies as st
+
+from csl_jax.cky import qcfg_reference as ref
+from csl_jax.induction.derivability import RuleChecker, as_pair, leaf
+from csl_jax.induction.unify import canonical, compose
+from csl_jax.qcfg.rules import Rule, parse_rule, validate_rule
+
+
+def r(text):
+  return parse_rule(text)
+
+
+def checker_for(texts, max_nts=2, enable=True):
+  rules = [r(t) for t in texts]
+  checker = RuleChecker(rules, max_nts)
+  if enable:
+    checker.enable(rules)
+  return checker
+
+
+def derivable(checker, target, include=-1, exclude=-1):
+  return bool(checker.rules_derivable([r(target)], [include], [exclude])[0])
+
+
+def test_as_pair_uses_leaf_tokens():
+  x, y = as_pair(r("NT_1 after NT_2 ### NT_2 NT_1 NT_2"))
+  assert x == [leaf(1), "after", leaf(2)]
+  assert y == [leaf(2), leaf(1), leaf(2)]
+  assert leaf(1) != "NT_1"
+
+
+def test_rule_is_not_derivable_without_itself():
+  checker = checker_for(["NT_1 twice ### NT_1 NT_1"])
+  assert derivable(checker, "NT_1 twice ### NT_1 NT_1")
+  assert not derivable(checker, "NT_1 twice ### NT_1 NT_1", exclude=0)
+
+
+def test_lexical_instance_of_repetition():
+  checker = checker_for(["NT_1 twice ### NT_1 NT_1", "jump ### JUMP"])
+  assert derivable(checker, "jump twice ### JUMP JUMP")
+  assert not derivable(checker, "jump twice ### JUMP")
+  assert not derivable(checker, "jump twice ### JUMP JUMP JUMP")
+  assert not derivable(checker, "jump twice ### JUMP JUMP", exclude=0)
+  assert not derivable(checker, "jump twice ### JUMP JUMP", exclude=1)
+  # The NT stays abstract: NT_1 twice is derivable, a partial instance
+  # (NT_1 twice ### NT_1 JUMP) is not.
+  assert derivable(checker, "NT_1 twice ### NT_1 NT_1")
+  assert not derivable(checker, "NT_1 twice ### NT_1 JUMP")
+
+
+def test_two_nt_rule_from_a_composition():
+  checker = checker_for(["NT_1 and NT_2 ### NT_1 NT_2",
+                         "NT_1 twice ### NT_1 NT_1",
+                         "NT_1 after NT_2 ### NT_2 NT_1"])
+  assert derivable(checker, "NT_1 and NT_2 twice ### NT_1 NT_2 NT_2")
+  assert derivable(checker, "NT_1 twice and NT_2 ### NT_1 NT_1 NT_2")
+  # (NT_1 and NT_2) twice, the other bracketing.
+  assert derivable(checker, "NT_1 and NT_2 twice ### NT_1 NT_2 NT_1 NT_2")
+  assert derivable(checker,
+                   "NT_1 after NT_2 twice ### NT_2 NT_2 NT_1")
+  # NTs must keep their links: swapping them is not derivable.
+  assert not derivable(checker, "NT_1 and NT_2 twice ### NT_2 NT_2 NT_1")
+  assert not derivable(checker, "NT_1 and NT_2 ### NT_2 NT_1")
+  # Without the repetition rule, neither is derivable.
+  assert not derivable(checker, "NT_1 and NT_2 twice ### NT_1 NT_2 NT_2",
+                       exclude=1)
+  # More NTs than the checker's leaves: no leaf rule for NT_3.
+  assert not derivable(checker,
+                       "NT_1 and NT_2 and NT_3 ### NT_1 NT_2 NT_3")
+  wide = checker_for(["NT_1 and NT_2 ### NT_1 NT_2"], max_nts=3)
+  assert derivable(wide, "NT_1 and NT_2 and NT_3 ### NT_1 NT_2 NT_3")
+
+
+def test_unary_source_rules():
+  checker = checker_for(["NT_1 ### a NT_1", "x ### X"])
+  assert derivable(checker, "x ### a X")
+  assert derivable(checker, "x ### a a X")
+  assert derivable(checker, "NT_1 ### a a NT_1")
+  assert not derivable(checker, "x ### X a")
+
+
+def test_include_and_exclude_masks():
+  texts = ["NT_1 twice ### NT_1 NT_1", "jump ### JUMP", "walk ### WALK"]
+  rules = [r(t) for t in texts]
+  checker = RuleChecker(rules, 2)
+  target = [r("jump twice ### JUMP JUMP")]
+  # Nothing enabled but the leaves.
+  assert not checker.rules_derivable(target)[0]
+  assert checker.rules_derivable([r("walk ### WALK")], [2])[0]
+  checker.enable([rules[0]])
+  assert not checker.rules_derivable(target)[0]
+  assert checker.rules_derivable(target, [1])[0]  # include jump
+  checker.enable([rules[1]])
+  out = checker.rules_derivable(target * 4, [-1, -1, 2, 1],
+                                [-1, 0, -1, 1])
+  # include and exclude the same rule: excluded.
+  assert out.tolist() == [True, False, True, False]
+  # Per-query masks do not change the enabled set.
+  assert checker.rules_derivable(target)[0]
+  checker.enable([rules[1]], on=False)
+  assert not checker.rules_derivable(target)[0]
+  assert checker.rules_derivable(target, [1])[0]
+
+
+def test_example_pairs_and_empty_batch():
+  checker = checker_for(["NT_1 twice ### NT_1 NT_1", "jump ### JUMP"])
+  pairs = [("jump twice twice".split(), "JUMP JUMP JUMP JUMP".split()),
+           ("jump twice".split(), "JUMP".split()),
+           ("run".split(), "RUN".split())]
+  assert checker.derivable(pairs).tolist() == [True, False, False]
+  assert checker.derivable([]).shape == (0,)
+
+
+# --- against the pure-Python CKY twin ----------------------------------------
+
+SRC = ["a", "b"]
+TGT = ["A", "B"]
+LEXICAL = [Rule(("a",), ("A",)), Rule(("b",), ("B",)), Rule(("a",), ("B",))]
+
+
+@st.composite
+def rules_strategy(draw, max_nts=2):
+  num_nts = draw(st.integers(0, max_nts))
+  source = draw(st.lists(st.sampled_from(SRC), max_size=2))
+  for k in range(1, num_nts + 1):
+    source.insert(draw(st.integers(0, len(source))), f"NT_{k}")
+  nts = [f"NT_{k}" for k in range(1, num_nts + 1)]
+  target = nts + draw(st.lists(st.sampled_from(TGT + nts), max_size=2))
+  rule = canonical(source, draw(st.permutations(target)))
+  hypothesis.assume(not validate_rule(rule))
+  return rule
+
+
+@st.composite
+def checker_cases(draw):
+  rules = draw(st.lists(rules_strategy(), min_size=1, max_size=5))
+  rules += draw(st.lists(st.sampled_from(LEXICAL), max_size=3))
+  rules = list(dict.fromkeys(rules))
+  enabled = draw(st.lists(st.booleans(), min_size=len(rules),
+                          max_size=len(rules)))
+  queries = []
+  for _ in range(draw(st.integers(1, 4))):
+    if draw(st.booleans()):
+      # A composition of two grammar rules: often derivable.
+      parent = draw(st.sampled_from([q for q in rules if q.num_nts] or
+                                    rules))
+      child = draw(st.sampled_from(rules))
+      target = parent
+      if parent.num_nts:
+        target = compose(parent, draw(st.integers(1, parent.num_nts)),
+                         child)
+      hypothesis.assume(target.num_nts <= 3)
+    else:
+      target = draw(rules_strategy(max_nts=3))
+    include = draw(st.integers(-1, len(rules) - 1))
+    exclude = draw(st.integers(-1, len(rules) - 1))
+    queries.append((target, include, exclude))
+  return rules, enabled, queries
+
+
+@hypothesis.settings(max_examples=120, deadline=None)
+@hypothesis.given(checker_cases())
+def test_rule_checker_matches_reference(case):
+  rules, enabled, queries = case
+  max_nts = 2
+  checker = RuleChecker(rules, max_nts)
+  checker.enable([q for q, on in zip(rules, enabled) if on])
+  targets = [t for t, _, _ in queries]
+  got = checker.rules_derivable(targets, [i for _, i, _ in queries],
+                                [e for _, _, e in queries])
+  leaves = [Rule((leaf(k),), (leaf(k),)) for k in range(1, max_nts + 1)]
+  for (target, include, exclude), value in zip(queries, got):
+    live = [q for i, q in enumerate(rules)
+            if (enabled[i] or i == include) and i != exclude]
+    x, y = as_pair(target)
+    assert bool(value) == ref.derivable(live + leaves, x, y), (
+        target, include, exclude)
