@@ -125,3 +125,36 @@ def test_bad_training_data_names_file_and_line(tmp_path, capsys):
   assert cli.main(["induce", "--train", str(data), "--out",
                    str(tmp_path / "o")]) == 2
   assert f"{data}:2: token of the form NT_k" in capsys.readouterr().err
+
+
+def test_interrupted_run_resumes_to_the_same_grammar(tmp_path):
+  pairs = sentences()
+  fresh = Inducer(pairs, CONFIG).run()
+  state = str(tmp_path / "state.json")
+  calls = []
+
+  def stop_after_two(record):
+    calls.append(record)
+    if len(calls) == 2:
+      raise KeyboardInterrupt
+
+  with pytest.raises(KeyboardInterrupt):
+    Inducer(pairs, CONFIG).run(state, stop_after_two)
+  resumed = Inducer(pairs, CONFIG).run(state)
+  assert resumed.rules == fresh.rules
+  assert [h.step for h in resumed.history[:2]] == [
+      h.step for h in fresh.history[:2]]
+  # A state written for other data or settings is not used.
+  other = InductionConfig(**{**CONFIG.__dict__, "max_steps": 4})
+  assert Inducer(pairs, other).run(state).rules == fresh.rules
+
+
+def test_worker_processes_give_the_same_grammar():
+  pairs = sentences()
+  parallel = InductionConfig(**{**CONFIG.__dict__, "num_workers": 2,
+                                "min_rules_per_worker": 1})
+  serial = InductionConfig(**{**CONFIG.__dict__, "num_workers": 1})
+  a = Inducer(pairs, parallel).run()
+  b = Inducer(pairs, serial).run()
+  assert a.rules == b.rules
+  assert [h.objective for h in a.history] == [h.objective for h in b.history]

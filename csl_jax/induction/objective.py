@@ -52,5 +52,9 @@ class Objective:
       self._cache[rule] = cost
     return cost
 
+  def prime(self, rule: Rule, cost: float) -> None:
+    """Records a cost computed elsewhere (by a worker process)."""
+    self._cache.setdefault(rule, cost)
+
   def total(self, rules: Iterable[Rule]) -> float:
     return sum(self.rule_cost(r) for r in rules)

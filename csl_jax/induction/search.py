@@ -14,6 +14,7 @@ import dataclasses
 import hashlib
 import json
 import math
+import multiprocessing
 import os
 import time
 from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
@@ -49,6 +50,8 @@ class InductionConfig:
   sample_size: int = 0  # estimate p-hat on this many examples (0: all)
   candidates_per_rule: int = 8  # best candidates whose removals are checked
   seed: int = 0
+  num_workers: int = 0  # processes for the candidate search; 0: all cores
+  min_rules_per_worker: int = 500  # smaller steps stay in one process
 
   def objective_config(self) -> ObjectiveConfig:
     return ObjectiveConfig(self.terminal_cost, self.nonterminal_cost,
@@ -74,6 +77,15 @@ class InductionResult:
 
 def _key(rule: Rule) -> str:
   return format_rule(rule)
+
+
+_FORK_STATE = None  # (inducer, grammar, index, present) for forked workers
+
+
+def _proposals_in_worker(chunk):
+  inducer, grammar, index, present = _FORK_STATE
+  return [(i, inducer._proposals_of(grammar, i, index, present))  # pylint: disable=protected-access
+          for i in chunk]
 
 
 class _TerminalIndex:
@@ -163,6 +175,43 @@ class Inducer:
       return False
     return self._target_ok is None or self._target_ok(rule)
 
+  def _proposals_of(self, grammar, i, index, present
+                    ) -> List[Tuple[Rule, float]]:
+    """Rule i's best candidates r3 (UNIFY with its partners), with costs."""
+    rule = grammar[i]
+    candidates: Set[Rule] = set()
+    for j in index.subsets(rule):
+      if j != i:
+        candidates |= unify(rule, grammar[j])
+    return [(r3, self.objective.rule_cost(r3))
+            for r3 in self._best_candidates(candidates, present)]
+
+  def _propose(self, grammar, todo, index, present
+               ) -> Dict[int, List[Rule]]:
+    """Proposals of the rules in `todo`, on all cores for large steps
+    (forked workers; their costs are copied back into the parent's cache)."""
+    workers = self.config.num_workers or os.cpu_count() or 1
+    if workers > 1 and len(todo) >= self.config.min_rules_per_worker * 2:
+      global _FORK_STATE
+      _FORK_STATE = (self, grammar, index, present)
+      chunks = [todo[k::workers * 4] for k in range(workers * 4)]
+      try:
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+          found = [x for part in pool.map(_proposals_in_worker, chunks)
+                   for x in part]
+      finally:
+        _FORK_STATE = None
+    else:
+      found = [(i, self._proposals_of(grammar, i, index, present))
+               for i in todo]
+    proposals = {}
+    for i, scored in sorted(found):
+      for r3, cost in scored:
+        self.objective.prime(r3, cost)
+      if scored:
+        proposals[i] = [r3 for r3, _ in scored]
+    return proposals
+
   def _best_candidates(self, candidates, present) -> List[Rule]:
     """The candidates_per_rule allowed candidates of lowest cost. Costs are
     computed lazily in order of size, a lower bound of the cost (the
@@ -198,17 +247,9 @@ class Inducer:
     present = set(grammar)
 
     # Candidates r3 of every rule that cannot simply be removed.
-    proposals: Dict[int, List[Tuple[float, str, Rule]]] = {}
-    for i, rule in enumerate(grammar):
-      if removable[i] or rule in seeds:  # seed rules are never split
-        continue
-      candidates: Set[Rule] = set()
-      for j in index.subsets(rule):
-        if j != i:
-          candidates |= unify(rule, grammar[j])
-      best = self._best_candidates(candidates, present)
-      if best:
-        proposals[i] = best
+    todo = [i for i, rule in enumerate(grammar)
+            if not removable[i] and rule not in seeds]  # seeds: never split
+    proposals = self._propose(grammar, todo, index, present)
 
     # What each distinct added rule makes redundant.
     additions = sorted({r3 for ps in proposals.values() for r3 in ps},
@@ -361,8 +402,6 @@ class Inducer:
                             round(self.objective.total(grammar), 4), removed,
                             added, round(time.time() - t0, 4))
         history.append(record)
-        if progress:
-          progress(record)
         if checkpoint:
           last = done or s + 1 == self.config.max_steps
           atomic_write_json(checkpoint, {
@@ -371,6 +410,8 @@ class Inducer:
               "step": 0 if last else s + 1,
               "rules": [_key(r) for r in grammar],
               "history": [dataclasses.asdict(h) for h in history]})
+        if progress:
+          progress(record)
         if done:
           break
     grammar = sorted(prune(grammar, self.pairs, self.config.max_nts,
