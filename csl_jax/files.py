@@ -26,3 +26,15 @@ def atomic_write_json(path: str, obj: Any) -> None:
 def read_json(path: str) -> Any:
   with io.open(os.fspath(path), encoding="utf-8") as f:
     return json.load(f)
+
+
+def atomic_write_bytes(path: str, data: bytes) -> None:
+  """Binary twin of atomic_write_text (array checkpoints, msgpack)."""
+  path = os.fspath(path)
+  os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+  tmp = f"{path}.tmp.{os.getpid()}"
+  with open(tmp, "wb") as f:
+    f.write(data)
+    f.flush()
+    os.fsync(f.fileno())
+  os.replace(tmp, path)

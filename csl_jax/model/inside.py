@@ -1,0 +1,61 @@
+"""Inside scores of packed forests under CSL's model, in JAX (log space).
+
+p(r | r_p, i) = sum_s p(r | s) p(s | r_p, i) (Eq. 4), so the inside score of
+a node is kept per latent state s: beta(v, s) = sum over edges e at v of
+p(r_e | s) * prod_i sum_s' p(s' | r_e, i) beta(child_i, s'), and
+log p(x, y) = log sum_s p(s | ROOT) beta(root, s). Levels are filled in
+order, each a contiguous block (`forest_arrays`). The twin is
+`inside_reference.py`.
+"""
+
+from typing import Dict, Optional
+
+import jax
+import jax.numpy as jnp
+
+from csl_jax.model.contexts import ROOT
+
+NEG = -1e30  # finite "log 0": keeps gradients free of inf - inf
+
+
+def log_probs(params: Dict[str, jnp.ndarray],
+              rule_mask: Optional[jnp.ndarray] = None):
+  """(log p(r | s) [S, R], log p(s | context) [C, S]). With `rule_mask`, the
+  p(r | s) normalizer runs over the masked rules only (paper B.2's batch
+  approximation for large grammars)."""
+  logits = params["rule"]
+  if rule_mask is not None:
+    logits = jnp.where(rule_mask[None, :], logits, NEG)
+  return (jax.nn.log_softmax(logits, axis=1),
+          jax.nn.log_softmax(params["context"], axis=1))
+
+
+def _segment_logsumexp(scores, segments, num_segments):
+  top = jax.ops.segment_max(scores, segments, num_segments)
+  top = jax.lax.stop_gradient(jnp.where(jnp.isfinite(top), top, NEG))
+  total = jax.ops.segment_sum(jnp.exp(scores - top[segments]), segments,
+                              num_segments)
+  # A non-empty segment sums to >= 1 (its max); empty ones are dummies.
+  return top + jnp.log(jnp.maximum(total, 1e-30))
+
+
+def log_likelihood(params, forests, rule_mask: Optional[jnp.ndarray] = None
+                   ) -> jnp.ndarray:
+  """log p(x, y) of each example in a `PaddedForests` batch ([B])."""
+  log_rule, log_state = log_probs(params, rule_mask)
+  beta = jnp.full((forests.num_nodes, log_rule.shape[0]), NEG,
+                  log_rule.dtype)
+  for e0, e_size, n0, n_size in forests.blocks:
+    rules = forests.edge_rule[e0:e0 + e_size]
+    children = forests.edge_children[e0:e0 + e_size]
+    ctx = forests.edge_child_ctx[e0:e0 + e_size]
+    messages = jax.nn.logsumexp(
+        log_state[jnp.maximum(ctx, 0)] + beta[jnp.maximum(children, 0)],
+        axis=-1)
+    messages = jnp.where(children >= 0, messages, 0.0).sum(axis=-1)
+    scores = log_rule[:, rules].T + messages[:, None]
+    fresh = _segment_logsumexp(scores, forests.edge_parent[e0:e0 + e_size],
+                               n_size)
+    beta = jax.lax.dynamic_update_slice(beta, fresh, (n0, 0))
+  return jax.nn.logsumexp(log_state[ROOT][None, :] + beta[forests.roots],
+                          axis=-1)

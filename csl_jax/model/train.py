@@ -1,0 +1,203 @@
+"""Fitting CSL's parameters: maximize log p(x, y) over the forests (Adam).
+
+Forests are built once by the Numba CKY core; the inside pass is jitted JAX.
+Training stops at `num_steps` or when the loss has not improved by
+`tolerance` (relative) for `patience` steps. Checkpoints (params, optimizer
+state, step) are written atomically as msgpack and resumed from.
+"""
+
+import collections
+import dataclasses
+import os
+import time
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+from absl import logging
+import flax.serialization
+import gin
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from csl_jax.cky import forest as forest_lib
+from csl_jax.cky.grammar_arrays import encode_grammar
+from csl_jax.files import atomic_write_bytes
+from csl_jax.model import contexts
+from csl_jax.model import inside
+from csl_jax.model.forest_arrays import PaddedForests, pad_forests
+from csl_jax.model.source_forests import source_forest_batch
+from csl_jax.qcfg.rules import Rule
+
+
+@gin.configurable
+@dataclasses.dataclass(frozen=True)
+class FitConfig:
+  num_states: int = 2  # |S|; the paper uses 2-4 for SCAN, 32-64 otherwise
+  learning_rate: float = 0.05
+  num_steps: int = 2000
+  batch_size: int = 0  # distinct examples per step; 0: all in one batch
+  init_scale: float = 0.1
+  seed: int = 0
+  batch_rule_normalizer: bool = False  # p(r|s) over the batch's rules
+  tolerance: float = 1e-5  # relative loss gain over `patience` passes
+  patience: int = 100
+  checkpoint_every: int = 200
+  max_unary: int = 2  # unary-source chains unrolled for log p(x)
+
+
+def init_params(num_rules: int, num_contexts: int, num_states: int,
+                scale: float, seed: int) -> Dict[str, jnp.ndarray]:
+  rng = np.random.default_rng(seed)
+  return {
+      "rule": jnp.asarray(scale * rng.standard_normal(
+          (num_states, num_rules)), jnp.float32),
+      "context": jnp.asarray(scale * rng.standard_normal(
+          (num_contexts, num_states)), jnp.float32),
+  }
+
+
+class Dataset:
+  """Distinct training pairs with counts, their forests and batches."""
+
+  def __init__(self, rules: Sequence[Rule], pairs, max_nts: int,
+               batch_size: int = 0):
+    counts = collections.Counter((tuple(x), tuple(y)) for x, y in pairs)
+    self.pairs = sorted(counts)
+    self.counts = np.array([counts[p] for p in self.pairs], np.float32)
+    self.grammar = encode_grammar(rules, max_nts)
+    self.ctx_index = contexts.context_index(rules, self.grammar.max_nts)
+    start = time.time()
+    self.forests, _ = forest_lib.build_forests(
+        self.grammar, self.pairs, max_source_len=10**9, max_target_len=10**9)
+    self.forest_seconds = time.time() - start
+    derivable = np.diff(self.forests.node_offsets) > 0
+    self.usable = np.flatnonzero(derivable)
+    self.num_underivable = int((~derivable).sum())
+    size = batch_size or max(len(self.usable), 1)
+    chunks = [self.usable[i:i + size]
+              for i in range(0, len(self.usable), size)]
+    self.batches: List[PaddedForests] = [
+        pad_forests(self.forests, c, self.counts[c], self.ctx_index)
+        for c in chunks]
+    self.rule_masks = [np.bincount(p.edge_rule, minlength=len(rules)) > 0
+                       for p in self.batches]
+
+
+def _loss(params, forests, rule_mask):
+  ll = inside.log_likelihood(params, forests, rule_mask)
+  w = forests.weights
+  return -(w * ll).sum() / jnp.maximum(w.sum(), 1.0)
+
+
+def _as_jax(p: PaddedForests):
+  return jax.tree_util.tree_map(jnp.asarray, p)
+
+
+def fit(rules: Sequence[Rule], pairs, config: FitConfig, max_nts: int = 4,
+        checkpoint: Optional[str] = None,
+        on_step: Optional[Callable[[int, float], None]] = None):
+  """Returns (params, history of (step, loss), dataset)."""
+  data = Dataset(rules, pairs, max_nts, config.batch_size)
+  if not len(data.usable):
+    raise ValueError("the grammar derives none of the training pairs")
+  params = init_params(len(rules), contexts.num_contexts(rules),
+                       config.num_states, config.init_scale, config.seed)
+  optimizer = optax.adam(config.learning_rate)
+  opt_state = optimizer.init(params)
+  step = 0
+  history: List[Tuple[int, float]] = []
+  if checkpoint and os.path.exists(checkpoint):
+    with open(checkpoint, "rb") as f:
+      state = flax.serialization.msgpack_restore(f.read())
+    if (state["rule"].shape == params["rule"].shape and
+        state["context"].shape == params["context"].shape):
+      params = {"rule": jnp.asarray(state["rule"]),
+                "context": jnp.asarray(state["context"])}
+      opt_state = flax.serialization.from_state_dict(opt_state,
+                                                     state["opt_state"])
+      step = int(state["step"])
+      history = [tuple(h) for h in np.asarray(state["history"]).tolist()]
+      logging.info("resumed from %s at step %d", checkpoint, step)
+    else:
+      logging.warning("ignoring %s: other grammar or |S|", checkpoint)
+
+  use_mask = config.batch_rule_normalizer
+
+  @jax.jit
+  def train_step(params, opt_state, forests, rule_mask):
+    loss, grads = jax.value_and_grad(_loss)(
+        params, forests, rule_mask if use_mask else None)
+    updates, opt_state = optimizer.update(grads, opt_state, params)
+    return optax.apply_updates(params, updates), opt_state, loss
+
+  batches = [_as_jax(b) for b in data.batches]
+  masks = [jnp.asarray(m) for m in data.rule_masks]
+  epochs: List[float] = []
+
+  def save(step):
+    if checkpoint:
+      atomic_write_bytes(checkpoint, flax.serialization.msgpack_serialize({
+          "rule": np.asarray(params["rule"]),
+          "context": np.asarray(params["context"]),
+          "opt_state": flax.serialization.to_state_dict(opt_state),
+          "step": step, "history": np.asarray(history, np.float64)}))
+
+  while step < config.num_steps:
+    k = step % len(batches)
+    params, opt_state, loss = train_step(params, opt_state, batches[k],
+                                         masks[k])
+    step += 1
+    loss = float(loss)
+    history.append((step, loss))
+    if on_step:
+      on_step(step, loss)
+    if not np.isfinite(loss):
+      raise FloatingPointError(f"loss is {loss} at step {step}")
+    # One pass over all batches is the unit of convergence: stop when the
+    # last `patience` passes improved the loss by less than `tolerance`
+    # (relative).
+    if k == len(batches) - 1:
+      epochs.append(float(np.mean([l for _, l in history[-len(batches):]])))
+      if len(epochs) > config.patience:
+        gain = epochs[-config.patience - 1] - epochs[-1]
+        if gain < config.tolerance * max(abs(epochs[-1]), 1.0):
+          logging.info("converged at step %d (loss %.6f)", step, epochs[-1])
+          break
+    if step % config.checkpoint_every == 0:
+      save(step)
+  save(step)
+  return params, history, data
+
+
+def average_log_likelihoods(params, rules, data: Dataset, pairs,
+                            max_unary: int = 2) -> Dict[str, float]:
+  """Mean log p(x, y) and log p(y | x) over derivable `pairs` (Table 8)."""
+  grammar = data.grammar
+  batch, _ = forest_lib.build_forests(grammar, pairs, max_source_len=10**9,
+                                      max_target_len=10**9)
+  ok = [b for b in range(len(pairs))
+        if batch.node_offsets[b + 1] > batch.node_offsets[b]]
+  if not ok:
+    return {"log_p_xy": float("nan"), "log_p_y_given_x": float("nan"),
+            "num_derivable": 0}
+  joint = _score(params, batch, ok, data.ctx_index)
+  sources = source_forest_batch(grammar, [" ".join(pairs[b][0]) for b in ok],
+                                max_unary)
+  marginal = _score(params, sources, list(range(len(ok))), data.ctx_index)
+  return {"log_p_xy": float(np.mean(joint)),
+          "log_p_y_given_x": float(np.mean(joint - marginal)),
+          "num_derivable": len(ok)}
+
+
+_log_likelihood_jit = jax.jit(inside.log_likelihood)
+
+
+def _score(params, batch, examples, ctx_index, chunk: int = 4096):
+  out = []
+  for i in range(0, len(examples), chunk):
+    part = examples[i:i + chunk]
+    padded = pad_forests(batch, part, np.ones(len(part)), ctx_index)
+    ll = _log_likelihood_jit(params, _as_jax(padded))
+    out.append(np.asarray(ll)[:len(part)])
+  return np.concatenate(out)

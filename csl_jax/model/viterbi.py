@@ -1,0 +1,562 @@
+"""CSL as a parser (Qiu et al., 2022, §3.1.5): the best derivation of x.
+
+Scores are kept per (source span, context): the context (parent rule, NT
+index) fixes p(r | r_p, i) for the rule that expands the span, so
+best(span, c) = max over edges e of log_p[c, r_e] + sum_i best(child_i,
+ctx_index[r_e, i]), and the answer is best((0, n), ROOT).
+
+Unary-source rules wrap a span in itself (a cyclic chart). They are unrolled:
+level 0 of a (span, context) cell holds derivations whose top rule is not
+unary, level t adds one unary rule over level t - 1, so the top level holds
+those with at most `max_unary_chain` unary rules in a row (as in
+`source_forests`; a longer chain only multiplies in more probabilities < 1).
+
+Each cell keeps its k best derivations. An edge combines its children's lists
+by enumerating rank tuples whose product of (rank + 1) is <= k: any other
+tuple is beaten by >= k tuples of the same edge. With an output CFG the root's
+k best are tried in order and the first whose output it accepts wins.
+
+The brute-force twin is `viterbi_reference.py`; tests cross-check the two.
+"""
+
+import dataclasses
+from typing import Any, List, Optional, Sequence, Tuple
+
+import numba
+import numpy as np
+
+from csl_jax.cky import qcfg_kernel
+from csl_jax.cky.grammar_arrays import EncodedGrammar
+from csl_jax.model.contexts import ROOT
+
+DEFAULT_MAX_UNARY_CHAIN = 3
+DEFAULT_CFG_K = 16
+DEFAULT_MAX_OUTPUT_LEN = 10_000  # longer outputs (copy blow-up) are dropped
+
+Derivation = Tuple[int, Tuple[Any, ...]]  # (rule id, child derivations)
+
+
+@dataclasses.dataclass(frozen=True)
+class ParseResult:
+  """The output (None: no parse), its log p(z), and z as nested tuples."""
+  target: Optional[Tuple[str, ...]]
+  score: float
+  derivation: Optional[Derivation]
+
+  @property
+  def parsed(self) -> bool:
+    return self.target is not None
+
+
+NO_PARSE = ParseResult(None, float("-inf"), None)
+
+
+@numba.njit(cache=True)
+def _insert(p_score, p_code, p_rank, p_cnt, s, lv, k, score, code, ranks,
+            nnt):
+  """Adds a hypothesis to the sorted list of cell (s, lv); False if it is not
+  among the k best (so no lower candidate is either)."""
+  c = p_cnt[s, lv]
+  if c == k:
+    if score <= p_score[s, lv, k - 1]:
+      return False
+    pos = k - 1
+  else:
+    pos = c
+    p_cnt[s, lv] = c + 1
+  while pos > 0 and p_score[s, lv, pos - 1] < score:
+    p_score[s, lv, pos] = p_score[s, lv, pos - 1]
+    p_code[s, lv, pos] = p_code[s, lv, pos - 1]
+    p_rank[s, lv, pos, :] = p_rank[s, lv, pos - 1, :]
+    pos -= 1
+  p_score[s, lv, pos] = score
+  p_code[s, lv, pos] = code
+  for a in range(nnt):
+    p_rank[s, lv, pos, a] = ranks[a]
+  return True
+
+
+@numba.njit(cache=True)
+def _combos(nnt, ch_slot, ch_lvl, p_score, p_cnt, k, c_score, c_rank, cur):
+  """The k best sums of one child hypothesis per NT, sorted, with their
+  ranks; returns how many. Only tuples with prod(rank + 1) <= k can be among
+  the k best, which keeps the enumeration small."""
+  if nnt == 0:
+    c_score[0] = 0.0
+    return 1
+  count = 0
+  cur[:nnt] = 0
+  while True:
+    total = 0.0
+    for a in range(nnt):
+      total += p_score[ch_slot[a], ch_lvl[a], cur[a]]
+    if count < k or total > c_score[count - 1]:
+      pos = count if count < k else k - 1
+      if count < k:
+        count += 1
+      while pos > 0 and c_score[pos - 1] < total:
+        c_score[pos] = c_score[pos - 1]
+        c_rank[pos, :] = c_rank[pos - 1, :]
+        pos -= 1
+      c_score[pos] = total
+      c_rank[pos, :nnt] = cur[:nnt]
+    a = nnt - 1
+    while a >= 0:
+      cur[a] += 1
+      if cur[a] < p_cnt[ch_slot[a], ch_lvl[a]]:
+        prod = 1
+        for b in range(a + 1):
+          prod *= cur[b] + 1
+        if prod <= k:
+          break
+      cur[a] = 0
+      a -= 1
+    if a < 0:
+      return count
+
+
+@numba.njit(cache=True)
+def _grow(arr, need):
+  if need <= arr.shape[0]:
+    return arr
+  out = np.empty((max(need, 2 * arr.shape[0]),) + arr.shape[1:], arr.dtype)
+  out[:arr.shape[0]] = arr
+  return out
+
+
+@numba.njit(cache=True)
+def _chart(n, e_rule, e_parent, e_child, num_nts, is_unary, ctx_index, log_p,
+           k, max_chain, ctx_local, ctx_list):
+  """The k-best chart of one input (its source chart edges, grouped by parent
+  span, shortest first). Numbers the chart's contexts in ctx_local (the
+  caller resets it); the root cell is slot_of[n * nc] (ROOT is local 0)."""
+  n1 = n + 1
+  ne = e_rule.shape[0]
+  width = e_child.shape[1]
+  # Contexts that occur in this chart, numbered locally.
+  nc = 1
+  ctx_local[ROOT] = 0
+  ctx_list[0] = ROOT
+  chain = 0
+  for e in range(ne):
+    r = e_rule[e]
+    if is_unary[r]:
+      chain = max_chain
+    for a in range(num_nts[r]):
+      g = ctx_index[r, a]
+      if ctx_local[g] < 0:
+        ctx_local[g] = nc
+        ctx_list[nc] = g
+        nc += 1
+  # Top-down: the (span, context) cells that some parent reads. Unary edges
+  # mark their child context whatever the parent context (a superset).
+  need = np.zeros(n1 * n1 * nc, np.bool_)
+  span_used = np.zeros(n1 * n1, np.bool_)
+  root = n
+  need[root * nc] = True
+  span_used[root] = True
+  for e in range(ne - 1, -1, -1):
+    if not span_used[e_parent[e]]:
+      continue
+    r = e_rule[e]
+    for a in range(num_nts[r]):
+      ch = e_child[e, a]
+      need[ch * nc + ctx_local[ctx_index[r, a]]] = True
+      span_used[ch] = True
+  slot_of = np.full(n1 * n1 * nc, -1, np.int64)
+  num_slots = 0
+  for f in range(need.shape[0]):
+    if need[f]:
+      slot_of[f] = num_slots
+      num_slots += 1
+  levels = chain + 1
+  p_score = np.empty((num_slots, levels, k), np.float64)
+  p_code = np.empty((num_slots, levels, k), np.int64)
+  p_rank = np.zeros((num_slots, levels, k, width), np.int32)
+  p_cnt = np.zeros((num_slots, levels), np.int32)
+  top = np.zeros(num_slots, np.int32)
+  ch_slot = np.empty(width, np.int64)
+  ch_lvl = np.empty(width, np.int64)
+  cur = np.zeros(width, np.int32)
+  c_score = np.empty(k, np.float64)
+  c_rank = np.zeros((k, width), np.int32)
+  one = np.zeros(1, np.int32)
+  g0 = 0
+  while g0 < ne:
+    p = e_parent[g0]
+    g1 = g0
+    unary_here = False
+    while g1 < ne and e_parent[g1] == p:
+      unary_here = unary_here or is_unary[e_rule[g1]]
+      g1 += 1
+    if span_used[p]:
+      for e in range(g0, g1):
+        r = e_rule[e]
+        if is_unary[r]:
+          continue
+        nnt = num_nts[r]
+        ok = True
+        for a in range(nnt):
+          cs = slot_of[e_child[e, a] * nc + ctx_local[ctx_index[r, a]]]
+          ch_slot[a] = cs
+          ch_lvl[a] = top[cs]
+          if p_cnt[cs, top[cs]] == 0:
+            ok = False
+        if not ok:
+          continue
+        count = _combos(nnt, ch_slot, ch_lvl, p_score, p_cnt, k, c_score,
+                        c_rank, cur)
+        for cl in range(nc):
+          s = slot_of[p * nc + cl]
+          if s < 0:
+            continue
+          lp = log_p[ctx_list[cl], r]
+          if lp == -np.inf:
+            continue
+          for q in range(count):
+            if not _insert(p_score, p_code, p_rank, p_cnt, s, 0, k,
+                           lp + c_score[q], e, c_rank[q], nnt):
+              break
+      if unary_here:
+        for t in range(1, levels):
+          for cl in range(nc):
+            s = slot_of[p * nc + cl]
+            if s < 0:
+              continue
+            top[s] = t
+            c0 = p_cnt[s, 0]
+            p_cnt[s, t] = c0
+            p_score[s, t, :c0] = p_score[s, 0, :c0]
+            p_code[s, t, :c0] = p_code[s, 0, :c0]
+            p_rank[s, t, :c0] = p_rank[s, 0, :c0]
+            for e in range(g0, g1):
+              u = e_rule[e]
+              if not is_unary[u]:
+                continue
+              lp = log_p[ctx_list[cl], u]
+              if lp == -np.inf:
+                continue
+              cs = slot_of[p * nc + ctx_local[ctx_index[u, 0]]]
+              for j in range(p_cnt[cs, t - 1]):
+                one[0] = j
+                if not _insert(p_score, p_code, p_rank, p_cnt, s, t, k,
+                               lp + p_score[cs, t - 1, j], -(u + 1), one, 1):
+                  break
+    g0 = g1
+  return p_score, p_code, p_rank, p_cnt, top, slot_of, nc
+
+
+@numba.njit(cache=True)
+def _derivation(h, n, e_rule, e_child, num_nts, ctx_index, ctx_local, nc,
+                p_code, p_rank, top, slot_of, width):
+  """Root hypothesis h as nodes in preorder: (rule, child node ids)."""
+  cap = 16
+  node_rule = np.empty(cap, np.int32)
+  node_child = np.full((cap, width), -1, np.int32)
+  st_slot = np.empty(cap, np.int64)
+  st_span = np.empty(cap, np.int64)
+  st_lvl = np.empty(cap, np.int64)
+  st_rank = np.empty(cap, np.int64)
+  st_par = np.empty(cap, np.int64)
+  st_pos = np.empty(cap, np.int64)
+  root_slot = slot_of[n * nc]
+  st_slot[0] = root_slot
+  st_span[0] = n
+  st_lvl[0] = top[root_slot]
+  st_rank[0] = h
+  st_par[0] = -1
+  st_pos[0] = 0
+  depth = 1
+  m = 0
+  while depth > 0:
+    depth -= 1
+    s, span, lv = st_slot[depth], st_span[depth], st_lvl[depth]
+    rank, par, pos = st_rank[depth], st_par[depth], st_pos[depth]
+    if m == node_rule.shape[0]:
+      node_rule = _grow(node_rule, m + 1)
+      grown = np.full((node_rule.shape[0], width), -1, np.int32)
+      grown[:m] = node_child[:m]
+      node_child = grown
+    if par >= 0:
+      node_child[par, pos] = m
+    code = p_code[s, lv, rank]
+    r = e_rule[code] if code >= 0 else -code - 1
+    node_rule[m] = r
+    nnt = num_nts[r]
+    need = depth + nnt
+    if need > st_slot.shape[0]:
+      st_slot, st_span = _grow(st_slot, need), _grow(st_span, need)
+      st_lvl, st_rank = _grow(st_lvl, need), _grow(st_rank, need)
+      st_par, st_pos = _grow(st_par, need), _grow(st_pos, need)
+    for a in range(nnt - 1, -1, -1):
+      cl = ctx_local[ctx_index[r, a]]
+      if code >= 0:
+        ch_span = e_child[code, a]
+        cs = slot_of[ch_span * nc + cl]
+        st_lvl[depth] = top[cs]
+      else:
+        ch_span = span
+        cs = slot_of[span * nc + cl]
+        st_lvl[depth] = lv - 1
+      st_slot[depth] = cs
+      st_span[depth] = ch_span
+      st_rank[depth] = p_rank[s, lv, rank, a]
+      st_par[depth] = m
+      st_pos[depth] = a
+      depth += 1
+    m += 1
+  return node_rule[:m], node_child[:m]
+
+
+@numba.njit(cache=True)
+def _target(node_rule, node_child, tgt_sym, tgt_len, max_len):
+  """The output of a derivation (target vocabulary ids), or None-like
+  (length -1) when it is longer than max_len."""
+  m = node_rule.shape[0]
+  size = np.zeros(m, np.int64)
+  for v in range(m - 1, -1, -1):  # Preorder: children after parents.
+    r = node_rule[v]
+    total = 0
+    for t in range(tgt_len[r]):
+      sym = tgt_sym[r, t]
+      total += 1 if sym >= 0 else size[node_child[v, -sym - 1]]
+    size[v] = min(total, max_len + 1)
+  if size[0] > max_len:
+    return np.zeros(0, np.int32), False
+  out = np.empty(size[0], np.int32)
+  st_node = np.empty(m + 1, np.int64)
+  st_pos = np.empty(m + 1, np.int64)
+  st_node[0] = 0
+  st_pos[0] = 0
+  depth = 1
+  o = 0
+  while depth > 0:
+    v = st_node[depth - 1]
+    t = st_pos[depth - 1]
+    r = node_rule[v]
+    if t == tgt_len[r]:
+      depth -= 1
+      continue
+    st_pos[depth - 1] = t + 1
+    sym = tgt_sym[r, t]
+    if sym >= 0:
+      out[o] = sym
+      o += 1
+    else:
+      st_node[depth] = node_child[v, -sym - 1]
+      st_pos[depth] = 0
+      depth += 1
+  return out, True
+
+
+@numba.njit(cache=True)
+def parse_kernel(n_tok, e_off, e_rule, e_parent, e_child, num_nts, is_unary,
+                 ctx_index, log_p, tgt_sym, tgt_len, k, max_chain, max_len):
+  """k-best Viterbi over a batch of source charts (input b: n_tok[b] tokens,
+  edges e_off[b]:e_off[b + 1]; n_tok[b] = 0 for no chart). Returns, per root
+  hypothesis (best first, grouped by input via hyp_off): its score, output
+  ids and preorder derivation nodes."""
+  num_inputs = n_tok.shape[0]
+  width = e_child.shape[1]
+  num_ctx = log_p.shape[0]
+  ctx_local = np.full(num_ctx, -1, np.int64)
+  ctx_list = np.empty(num_ctx, np.int64)
+  hyp_off = np.zeros(num_inputs + 1, np.int64)
+  hyp_score = np.empty(16, np.float64)
+  tgt_off = np.zeros(17, np.int64)
+  tgt_ids = np.empty(64, np.int32)
+  node_off = np.zeros(17, np.int64)
+  node_rule = np.empty(64, np.int32)
+  node_child = np.empty((64, width), np.int32)
+  nh = 0
+  for b in range(num_inputs):
+    n = n_tok[b]
+    if n > 0:
+      e0, e1 = e_off[b], e_off[b + 1]
+      p_score, p_code, p_rank, p_cnt, top, slot_of, nc = _chart(
+          n, e_rule[e0:e1], e_parent[e0:e1], e_child[e0:e1], num_nts,
+          is_unary, ctx_index, log_p, k, max_chain, ctx_local, ctx_list)
+      root_slot = slot_of[n * nc]
+      for h in range(p_cnt[root_slot, top[root_slot]]):
+        rules, children = _derivation(
+            h, n, e_rule[e0:e1], e_child[e0:e1], num_nts, ctx_index,
+            ctx_local, nc, p_code, p_rank, top, slot_of, width)
+        ids, ok = _target(rules, children, tgt_sym, tgt_len, max_len)
+        if not ok:
+          continue
+        hyp_score = _grow(hyp_score, nh + 1)
+        tgt_off = _grow(tgt_off, nh + 2)
+        node_off = _grow(node_off, nh + 2)
+        hyp_score[nh] = p_score[root_slot, top[root_slot], h]
+        t0, m0 = tgt_off[nh], node_off[nh]
+        tgt_ids = _grow(tgt_ids, t0 + ids.shape[0])
+        tgt_ids[t0:t0 + ids.shape[0]] = ids
+        tgt_off[nh + 1] = t0 + ids.shape[0]
+        node_rule = _grow(node_rule, m0 + rules.shape[0])
+        node_child = _grow(node_child, m0 + rules.shape[0])
+        node_rule[m0:m0 + rules.shape[0]] = rules
+        node_child[m0:m0 + rules.shape[0]] = children
+        node_off[nh + 1] = m0 + rules.shape[0]
+        nh += 1
+      for cl in range(nc):
+        ctx_local[ctx_list[cl]] = -1
+    hyp_off[b + 1] = nh
+  return (hyp_off, hyp_score[:nh], tgt_off[:nh + 1],
+          tgt_ids[:tgt_off[nh]], node_off[:nh + 1], node_rule[:node_off[nh]],
+          node_child[:node_off[nh]])
+
+
+@dataclasses.dataclass(frozen=True)
+class _Model:
+  """Checked, kernel-ready arrays of one (grammar, log_p, ctx_index)."""
+  grammar: EncodedGrammar
+  log_p: np.ndarray
+  ctx_index: np.ndarray
+  is_unary: np.ndarray
+  target_words: Tuple[str, ...]
+
+
+def _model(rules, grammar: EncodedGrammar, log_p, ctx_index) -> _Model:
+  if len(rules) != grammar.num_rules:
+    raise ValueError(f"{len(rules)} rules but the encoded grammar has "
+                     f"{grammar.num_rules}")
+  log_p = np.ascontiguousarray(log_p, np.float64)
+  ctx_index = np.ascontiguousarray(ctx_index, np.int64)
+  num_rules = grammar.num_rules
+  if log_p.ndim != 2 or log_p.shape[1] != num_rules or not log_p.shape[0]:
+    raise ValueError(f"log_p must be [contexts, {num_rules}], got "
+                     f"{log_p.shape}")
+  if np.isnan(log_p).any() or (log_p == np.inf).any():
+    raise ValueError("log_p has NaN or +inf entries")
+  most = int(grammar.num_nts.max(initial=0))
+  if ctx_index.ndim != 2 or ctx_index.shape[0] != num_rules or (
+      ctx_index.shape[1] < most):
+    raise ValueError(f"ctx_index must be [{num_rules}, >= {most}], got "
+                     f"{ctx_index.shape}")
+  used = np.arange(ctx_index.shape[1])[None, :] < grammar.num_nts[:, None]
+  ids = ctx_index[used]
+  if ids.size and (ids.min() < 0 or ids.max() >= log_p.shape[0]):
+    raise ValueError(f"ctx_index has ids outside [0, {log_p.shape[0]})")
+  is_unary = np.array([r.is_unary_source for r in grammar.rules], np.bool_)
+  words = [""] * len(grammar.target_vocab)
+  for word, i in grammar.target_vocab.items():
+    words[i] = word
+  return _Model(grammar, log_p, ctx_index, is_unary, tuple(words))
+
+
+def _charts(grammar: EncodedGrammar, inputs):
+  """Source charts of all inputs, concatenated for `parse_kernel`."""
+  width = max(grammar.max_nts, 1)
+  present = np.zeros(max(len(grammar.source_vocab), 1), np.bool_)
+  n_tok = np.zeros(len(inputs), np.int64)
+  rules, parents, children, sizes = [], [], [], [0]
+  for b, x in enumerate(inputs):
+    tokens = x.split() if isinstance(x, str) else list(x)
+    if tokens:
+      has, e_rule, e_parent, e_child = qcfg_kernel.source_chart(
+          grammar.encode_source(tokens), grammar.src_sym, grammar.src_len,
+          grammar.max_nts, present)
+      if has[len(tokens)]:  # The root span (0, n).
+        n_tok[b] = len(tokens)
+        rules.append(e_rule)
+        parents.append(e_parent)
+        children.append(e_child)
+        sizes.append(len(e_rule))
+        continue
+    sizes.append(0)
+  cat = lambda xs, empty: np.concatenate(xs) if xs else empty
+  return (n_tok, np.cumsum(sizes), cat(rules, np.zeros(0, np.int32)),
+          cat(parents, np.zeros(0, np.int64)),
+          cat(children, np.zeros((0, width), np.int64)))
+
+
+def _nested(rules: List[int], children: List[List[int]]) -> Derivation:
+  built: List[Any] = [None] * len(rules)
+  for v in range(len(rules) - 1, -1, -1):
+    built[v] = (rules[v], tuple(built[c] for c in children[v] if c >= 0))
+  return built[0]
+
+
+def kbest_batch(rules, encoded_grammar: EncodedGrammar, log_p, ctx_index,
+                inputs: Sequence, k: int = 1,
+                max_unary_chain: int = DEFAULT_MAX_UNARY_CHAIN,
+                max_output_len: int = DEFAULT_MAX_OUTPUT_LEN
+                ) -> List[List[ParseResult]]:
+  """The k best derivations of each input (strings or token lists), best
+  first; derivations with outputs over max_output_len tokens are dropped."""
+  if k < 1 or max_unary_chain < 0:
+    raise ValueError("need k >= 1 and max_unary_chain >= 0")
+  model = _model(rules, encoded_grammar, log_p, ctx_index)
+  g = model.grammar
+  n_tok, e_off, e_rule, e_parent, e_child = _charts(g, inputs)
+  hyp_off, score, tgt_off, tgt_ids, node_off, node_rule, node_child = (
+      parse_kernel(n_tok, e_off, e_rule, e_parent, e_child,
+                   g.num_nts, model.is_unary, model.ctx_index, model.log_p,
+                   g.tgt_sym, g.tgt_len, k, max_unary_chain, max_output_len))
+  words = model.target_words
+  tgt_ids, node_rule = tgt_ids.tolist(), node_rule.tolist()
+  node_child, score = node_child.tolist(), score.tolist()
+  hyp_off, tgt_off, node_off = (hyp_off.tolist(), tgt_off.tolist(),
+                                node_off.tolist())
+  out = []
+  for b in range(len(inputs)):
+    hyps = []
+    for h in range(hyp_off[b], hyp_off[b + 1]):
+      target = tuple(words[i] for i in tgt_ids[tgt_off[h]:tgt_off[h + 1]])
+      m0, m1 = node_off[h], node_off[h + 1]
+      hyps.append(ParseResult(target, score[h],
+                              _nested(node_rule[m0:m1], node_child[m0:m1])))
+    out.append(hyps)
+  return out
+
+
+def parse_batch(rules, encoded_grammar: EncodedGrammar, log_p, ctx_index,
+                inputs: Sequence, k: Optional[int] = None, output_cfg=None,
+                max_unary_chain: int = DEFAULT_MAX_UNARY_CHAIN,
+                max_output_len: int = DEFAULT_MAX_OUTPUT_LEN
+                ) -> List[ParseResult]:
+  """`parse` of many inputs; the DP runs in one Numba call."""
+  if k is None:
+    k = 1 if output_cfg is None else DEFAULT_CFG_K
+  results = []
+  accepted = {}  # output -> recognized, shared by hypotheses and inputs
+  for hyps in kbest_batch(rules, encoded_grammar, log_p, ctx_index, inputs,
+                          k, max_unary_chain, max_output_len):
+    best = NO_PARSE
+    for hyp in hyps:
+      if output_cfg is None:
+        best = hyp
+        break
+      if hyp.target not in accepted:
+        accepted[hyp.target] = output_cfg.recognizes(hyp.target)
+      if accepted[hyp.target]:
+        best = hyp
+        break
+    results.append(best)
+  return results
+
+
+def parse(rules, encoded_grammar: EncodedGrammar, log_p, ctx_index,
+          x_tokens, k: Optional[int] = None, output_cfg=None,
+          max_unary_chain: int = DEFAULT_MAX_UNARY_CHAIN,
+          max_output_len: int = DEFAULT_MAX_OUTPUT_LEN) -> ParseResult:
+  """The output of the highest scoring derivation of x (§3.1.5).
+
+  Args:
+    rules: the grammar's rules (rule ids index them).
+    encoded_grammar: `encode_grammar(rules)`.
+    log_p: [C, R] log p(r | context c).
+    ctx_index: [R, >= max NTs] context id of (parent rule, NT index - 1).
+    x_tokens: the input, a token list or a space-separated string.
+    k: hypotheses kept per (span, context) cell; default 1, or
+      DEFAULT_CFG_K with an output CFG.
+    output_cfg: if given, the best of the k root derivations whose output it
+      recognizes (start category) wins; none: no parse.
+    max_unary_chain: most unary-source rules applied in a row on one span.
+    max_output_len: derivations with longer outputs are skipped.
+
+  Returns:
+    A ParseResult; its target is None when there is no parse.
+  """
+  return parse_batch(rules, encoded_grammar, log_p, ctx_index, [x_tokens], k,
+                     output_cfg, max_unary_chain, max_output_len)[0]
