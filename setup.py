@@ -17,6 +17,7 @@ INSTALL_REQUIRES = [
     "seqio==0.0.20",
     "tensorflow==2.21.0",
     "tensorflow-datasets==4.9.10",
+    "tensorboard==2.21.0",  # tf.summary needs it; TF no longer pulls it in
     "tensorflow-text==2.21.1",
     "tqdm==4.70.1",
 ]

@@ -12,7 +12,9 @@ from absl import logging
 import gin
 
 from csl_jax.cli import coverage
+from csl_jax.cli import fit
 from csl_jax.cli import induce
+from csl_jax.cli import parse
 from csl_jax.cli import prepare
 from csl_jax.cli import stage
 from csl_jax.errors import InputError
@@ -21,6 +23,9 @@ SUBCOMMANDS = {
     "prepare": prepare,
     "induce": induce,
     "coverage": coverage,
+    "fit": fit,
+    "parse": parse,
+    "evaluate": parse,
 }
 
 
@@ -49,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
       description="Compositional data augmentation for semantic parsing.",
       epilog="Every stage also takes --gin_file=F and --gin.NAME=VALUE.")
   subparsers = parser.add_subparsers(dest="subcommand", required=True)
-  for name, module in SUBCOMMANDS.items():
+  for module in dict.fromkeys(SUBCOMMANDS.values()):
     module.add_parser(subparsers)
   return parser
 

@@ -310,8 +310,8 @@ def _derivation(h, n, e_rule, e_child, num_nts, ctx_index, ctx_local, nc,
 
 @numba.njit(cache=True)
 def _target(node_rule, node_child, tgt_sym, tgt_len, max_len):
-  """The output of a derivation (target vocabulary ids), or None-like
-  (length -1) when it is longer than max_len."""
+  """The output of a derivation (target vocabulary ids) and True, or False
+  when it is longer than max_len (copies can blow it up)."""
   m = node_rule.shape[0]
   size = np.zeros(m, np.int64)
   for v in range(m - 1, -1, -1):  # Preorder: children after parents.
@@ -556,7 +556,8 @@ def parse(rules, encoded_grammar: EncodedGrammar, log_p, ctx_index,
     max_output_len: derivations with longer outputs are skipped.
 
   Returns:
-    A ParseResult; its target is None when there is no parse.
+    A ParseResult; its target is None when there is no parse (also for an
+    empty input).
   """
   return parse_batch(rules, encoded_grammar, log_p, ctx_index, [x_tokens], k,
                      output_cfg, max_unary_chain, max_output_len)[0]
