@@ -112,3 +112,23 @@ def test_parse_without_a_model_is_a_clean_error(tmp_path, capsys):
   assert cli.main(["parse", "--model", str(tmp_path), "--data", data,
                    "--out", str(tmp_path / "o")]) == 2
   assert "not a fitted model directory" in capsys.readouterr().err
+
+
+def test_semi_supervised_refit_labels_unlabeled_inputs(tmp_path):
+  grammar = tmp_path / "g.qcfg"
+  grammar.write_text(GRAMMAR)
+  train = _write(tmp_path / "train.tsv", _train())
+  unlabeled = tmp_path / "unlabeled.txt"
+  unlabeled.write_text("walk twice twice\nfly away\nlook twice twice\n")
+  model = str(tmp_path / "model")
+  assert cli.main(["fit", "--grammar", str(grammar), "--train", train,
+                   "--out", model, "--unlabeled", str(unlabeled),
+                   "--unlabeled_copies", "3",
+                   "--gin.FitConfig.learning_rate=0.1",
+                   "--gin.FitConfig.num_steps=100"]) == 0
+  assert _summary(model)["num_pseudo_labeled"] == 2  # "fly away": no parse
+  with open(os.path.join(model, "pseudo_labeled.tsv")) as f:
+    assert f.read() == ("walk twice twice\tWALK WALK WALK WALK\n"
+                        "look twice twice\tLOOK LOOK LOOK LOOK\n")
+  # The refit saw 3 copies of each: twice under twice is now likely.
+  assert _summary(model)["num_examples"] == len(_train()) + 6

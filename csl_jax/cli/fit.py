@@ -19,6 +19,9 @@ from csl_jax.cli import stage
 from csl_jax.data import tsv
 from csl_jax.files import atomic_write_bytes, atomic_write_json
 from csl_jax.model import train
+from csl_jax.model import viterbi
+from csl_jax.model.saved import rule_log_probs
+from csl_jax.qcfg.output_cfg import load_output_cfg
 from csl_jax.qcfg.rules import load_rules, save_rules
 
 
@@ -50,12 +53,35 @@ def save_params(out_dir: str, params) -> None:
   atomic_write_bytes(os.path.join(out_dir, "params.npz"), buffer.getvalue())
 
 
+def _read_inputs(path: str):
+  """Unlabeled inputs: one per line, or the first column of a TSV."""
+  with open(path, encoding="utf-8") as f:
+    return [line.rstrip("\n").split("\t")[0].strip() for line in f
+            if line.strip()]
+
+
+def _pseudo_label(params, rules, data, inputs, output_cfg):
+  """Hard EM (paper C.7): the model's parse of each unlabeled input;
+  inputs it cannot parse are dropped."""
+  log_p = rule_log_probs(np.asarray(params["rule"]),
+                         np.asarray(params["context"]))
+  cfg = load_output_cfg(output_cfg) if output_cfg else None
+  results = viterbi.parse_batch(rules, data.grammar, log_p, data.ctx_index,
+                                inputs, output_cfg=cfg)
+  return [(x.split(), list(r.target)) for x, r in zip(inputs, results)
+          if r.parsed]
+
+
 @gin.configurable(module="fit")
 def fit(out_dir: str, grammar: str, train_data: str,
         eval_data: Optional[str] = None, max_nts: int = 4,
         output_cfg: Optional[str] = None, tensorboard: bool = True,
-        summary_every: int = 10,
+        summary_every: int = 10, unlabeled: Optional[str] = None,
+        unlabeled_copies: int = 1,
         config: Optional[train.FitConfig] = None) -> dict:
+  """With `unlabeled` inputs, the fitted model labels them (hard EM), and the
+  model is refit on the training pairs plus `unlabeled_copies` copies of the
+  labeled ones (Qiu et al., 2022, C.7)."""
   config = config or train.FitConfig()
   with stage.stage(out_dir, stage.command_line()) as summary:
     rules = load_rules(grammar)
@@ -76,6 +102,21 @@ def fit(out_dir: str, grammar: str, train_data: str,
         rules, pairs, config, max_nts,
         os.path.join(out_dir, "checkpoint.msgpack"), on_step)
     bar.close()
+    if unlabeled:
+      labeled = _pseudo_label(params, rules, data, _read_inputs(unlabeled),
+                              output_cfg)
+      tsv.write_tsv(os.path.join(out_dir, "pseudo_labeled.tsv"),
+                    [(" ".join(x), " ".join(y)) for x, y in labeled])
+      summary.update(unlabeled=os.fspath(unlabeled),
+                     num_pseudo_labeled=len(labeled))
+      bar = tqdm.tqdm(total=config.num_steps, desc="refit", unit="step",
+                      mininterval=1.0)
+      pairs = pairs + labeled * unlabeled_copies
+      params, history, data = train.fit(
+          rules, pairs, config, max_nts,
+          os.path.join(out_dir, "checkpoint_semi_supervised.msgpack"),
+          on_step)
+      bar.close()
     save_params(out_dir, params)
     save_rules(os.path.join(out_dir, "grammar.qcfg"), rules)
     if output_cfg:
@@ -119,6 +160,9 @@ def add_parser(subparsers) -> None:
   parser.add_argument("--train", required=True)
   parser.add_argument("--eval", help="held-out TSV for log p(y | x)")
   parser.add_argument("--output_cfg", help="stored with the model for parse")
+  parser.add_argument("--unlabeled", help="inputs to label and refit on "
+                      "(hard EM, paper C.7)")
+  parser.add_argument("--unlabeled_copies", type=int)
   parser.add_argument("--out", required=True)
 
 
@@ -128,5 +172,9 @@ def main(args: argparse.Namespace) -> int:
     kwargs["eval_data"] = args.eval
   if args.output_cfg:
     kwargs["output_cfg"] = args.output_cfg
+  if args.unlabeled:
+    kwargs["unlabeled"] = args.unlabeled
+  if args.unlabeled_copies:
+    kwargs["unlabeled_copies"] = args.unlabeled_copies
   fit(args.out, args.grammar, args.train, **kwargs)
   return 0
