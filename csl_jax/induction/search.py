@@ -50,6 +50,7 @@ class InductionConfig:
   sample_size: int = 0  # estimate p-hat on this many examples (0: all)
   candidates_per_rule: int = 8  # best candidates whose removals are checked
   seed: int = 0
+  allow_unary_source: bool = True  # rules whose source is a lone NT
   num_workers: int = 0  # processes for the candidate search; 0: all cores
   min_rules_per_worker: int = 500  # smaller steps stay in one process
 
@@ -170,6 +171,8 @@ class Inducer:
       return False
     if (not c.allow_single_nt_target and len(rule.target) == 1
         and nts):
+      return False
+    if not c.allow_unary_source and rule.is_unary_source:
       return False
     if not math.isfinite(self.objective.rule_cost(rule)):
       return False

@@ -44,6 +44,11 @@ class FitConfig:
   patience: int = 100
   checkpoint_every: int = 200
   max_unary: int = 2  # unary-source chains unrolled for log p(x)
+  # Start from several initializations, keep the one with the lowest loss
+  # after `restart_steps`: the likelihood has poor local optima (SCAN: a
+  # basin decided within ~50 steps in which p(y | x) stays ambiguous).
+  num_restarts: int = 8
+  restart_steps: int = 50
 
 
 def init_params(num_rules: int, num_contexts: int, num_states: int,
@@ -101,9 +106,9 @@ def fit(rules: Sequence[Rule], pairs, config: FitConfig, max_nts: int = 4,
   data = Dataset(rules, pairs, max_nts, config.batch_size)
   if not len(data.usable):
     raise ValueError("the grammar derives none of the training pairs")
+  optimizer = optax.adam(config.learning_rate)
   params = init_params(len(rules), contexts.num_contexts(rules),
                        config.num_states, config.init_scale, config.seed)
-  optimizer = optax.adam(config.learning_rate)
   opt_state = optimizer.init(params)
   step = 0
   history: List[Tuple[int, float]] = []
@@ -143,6 +148,9 @@ def fit(rules: Sequence[Rule], pairs, config: FitConfig, max_nts: int = 4,
           "opt_state": flax.serialization.to_state_dict(opt_state),
           "step": step, "history": np.asarray(history, np.float64)}))
 
+  if step == 0 and config.num_restarts > 1:
+    params, opt_state, step = _restarts(rules, config, optimizer, batches,
+                                        masks, use_mask, history, on_step)
   while step < config.num_steps:
     k = step % len(batches)
     params, opt_state, loss = train_step(params, opt_state, batches[k],
@@ -168,6 +176,51 @@ def fit(rules: Sequence[Rule], pairs, config: FitConfig, max_nts: int = 4,
       save(step)
   save(step)
   return params, history, data
+
+
+def _restarts(rules, config, optimizer, batches, masks, use_mask, history,
+              on_step):
+  """Trains `num_restarts` initializations side by side (vmap) for
+  `restart_steps` steps; returns the best one's (params, opt_state, step)."""
+  inits = [init_params(len(rules), contexts.num_contexts(rules),
+                       config.num_states, config.init_scale,
+                       config.seed * 1000 + r)
+           for r in range(config.num_restarts)]
+  params = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *inits)
+  opt_state = optimizer.init(params)
+
+  def losses(params, forests, rule_mask):
+    return jax.vmap(_loss, in_axes=(0, None, None))(
+        params, forests, rule_mask if use_mask else None)
+
+  @jax.jit
+  def step_all(params, opt_state, forests, rule_mask):
+    (_, each), grads = jax.value_and_grad(
+        lambda p: (losses(p, forests, rule_mask).sum(),
+                   losses(p, forests, rule_mask)), has_aux=True)(params)
+    updates, opt_state = optimizer.update(grads, opt_state, params)
+    return optax.apply_updates(params, updates), opt_state, each
+
+  step = 0
+  recent = []
+  while step < min(config.restart_steps, config.num_steps):
+    k = step % len(batches)
+    params, opt_state, each = step_all(params, opt_state, batches[k],
+                                       masks[k])
+    step += 1
+    recent.append(np.asarray(each))
+    best_loss = float(np.min(recent[-1]))
+    history.append((step, best_loss))
+    if on_step:
+      on_step(step, best_loss)
+  # Judge on a full pass over the batches.
+  judged = np.mean(recent[-len(batches):], axis=0)
+  best = int(np.argmin(judged))
+  logging.info("restarts: losses %s, keeping %d",
+               np.round(judged, 4).tolist(), best)
+  pick = lambda x: x[best] if jnp.ndim(x) >= 1 else x
+  return (jax.tree_util.tree_map(pick, params),
+          jax.tree_util.tree_map(pick, opt_state), step)
 
 
 def average_log_likelihoods(params, rules, data: Dataset, pairs,
