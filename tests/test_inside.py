@@ -109,3 +109,15 @@ def test_fit_raises_likelihood_and_resumes(tmp_path):
   # Same seed, same parameters.
   fresh, _, _ = train.fit(GRAMMAR, pairs, config, 2)
   np.testing.assert_allclose(fresh["rule"], params["rule"], atol=1e-6)
+
+
+def test_batch_rule_normalizer_renormalizes_over_the_batch_rules():
+  params = {"rule": jnp.array([[0.0, 1.0, 2.0, 3.0]]),
+            "context": jnp.zeros((1, 1))}
+  mask = jnp.array([True, False, True, False])
+  log_rule, _ = inside.log_probs(params, mask)
+  p = np.exp(np.asarray(log_rule[0]))
+  np.testing.assert_allclose(p[[0, 2]], [1 / (1 + math.e ** 2),
+                                         math.e ** 2 / (1 + math.e ** 2)],
+                             rtol=1e-6)
+  assert p[1] < 1e-12 and p[3] < 1e-12
