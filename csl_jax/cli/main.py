@@ -5,19 +5,27 @@ Configuration is T5X style: `--gin_file=F` (repeatable) and
 """
 
 import argparse
+import os
 import sys
 from typing import List, Optional
 
 from absl import logging
 import gin
 
+from csl_jax.cli import augment
 from csl_jax.cli import coverage
 from csl_jax.cli import fit
 from csl_jax.cli import induce
 from csl_jax.cli import parse
+from csl_jax.cli import sample
 from csl_jax.cli import prepare
 from csl_jax.cli import stage
 from csl_jax.errors import InputError
+
+# Where gin/ lives in a source checkout, so `include 'gin/...'` resolves
+# from any working directory.
+_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
 
 SUBCOMMANDS = {
     "prepare": prepare,
@@ -26,6 +34,8 @@ SUBCOMMANDS = {
     "fit": fit,
     "parse": parse,
     "evaluate": parse,
+    "sample": sample,
+    "augment": augment,
 }
 
 
@@ -67,6 +77,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     files, bindings, rest = _split_gin_flags(argv)
     args = build_parser().parse_args(rest)
     try:
+      for root in (os.getcwd(), _REPO_ROOT):
+        gin.add_config_file_search_path(root)
       gin.parse_config_files_and_bindings(files, bindings,
                                           finalize_config=False)
     except (IOError, ValueError, SyntaxError) as e:

@@ -16,6 +16,7 @@ import json
 import math
 import multiprocessing
 import os
+import sys
 import time
 from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
@@ -81,6 +82,17 @@ def _key(rule: Rule) -> str:
 
 
 _FORK_STATE = None  # (inducer, grammar, index, present) for forked workers
+
+
+def _fork_is_safe() -> bool:
+  """Forking a process whose JAX runtime has started its threads can
+  deadlock the child; then the candidate search stays in one process."""
+  bridge = sys.modules.get("jax._src.xla_bridge")
+  if bridge is not None and bridge.backends_are_initialized():
+    logging.log_first_n(logging.WARNING, "JAX is running in this process: "
+                        "the induction's candidate search uses one core", 1)
+    return False
+  return True
 
 
 def _proposals_in_worker(chunk):
@@ -194,7 +206,8 @@ class Inducer:
     """Proposals of the rules in `todo`, on all cores for large steps
     (forked workers; their costs are copied back into the parent's cache)."""
     workers = self.config.num_workers or os.cpu_count() or 1
-    if workers > 1 and len(todo) >= self.config.min_rules_per_worker * 2:
+    if (workers > 1 and len(todo) >= self.config.min_rules_per_worker * 2
+        and _fork_is_safe()):
       global _FORK_STATE
       _FORK_STATE = (self, grammar, index, present)
       chunks = [todo[k::workers * 4] for k in range(workers * 4)]

@@ -37,6 +37,8 @@ class SavedModel:
   ctx_index: np.ndarray  # [R, max_nts]
   output_cfg: Optional[OutputCFG]
   num_states: int
+  rule_logits: np.ndarray  # [S, R] theta_{s, r}
+  context_logits: np.ndarray  # [C, S] theta_{r_p, i, s}
 
 
 def load_model(directory: str) -> SavedModel:
@@ -48,7 +50,9 @@ def load_model(directory: str) -> SavedModel:
   meta = read_json(os.path.join(directory, "model.json"))
   rules = load_rules(os.path.join(directory, "grammar.qcfg"))
   with np.load(os.path.join(directory, "params.npz")) as params:
-    log_p = rule_log_probs(params["rule"], params["context"])
+    rule_logits = np.array(params["rule"], np.float64)
+    context_logits = np.array(params["context"], np.float64)
+  log_p = rule_log_probs(rule_logits, context_logits)
   grammar = encode_grammar(rules, meta["max_nts"])
   if log_p.shape != (contexts.num_contexts(rules), len(rules)):
     raise InputError("params.npz does not fit grammar.qcfg", directory)
@@ -56,4 +60,4 @@ def load_model(directory: str) -> SavedModel:
   cfg = load_output_cfg(cfg_path) if os.path.exists(cfg_path) else None
   return SavedModel(rules, grammar, log_p,
                     contexts.context_index(rules, grammar.max_nts), cfg,
-                    meta["num_states"])
+                    meta["num_states"], rule_logits, context_logits)

@@ -1,0 +1,158 @@
+"""Numba forward sampling of derivations (Qiu et al., 2022, §3.2).
+
+Each NT is expanded top-down with p(r | context) from per-context cumulative
+distributions; at the maximum depth only rules without NTs may be used.
+Strings are then built bottom-up (children before parents), a repeated
+target NT copying its child's output. The twin is `sample_reference.py`.
+"""
+
+import numba
+import numpy as np
+
+
+@numba.njit(cache=True)
+def _draw(cdf_row):
+  u = np.random.random() * cdf_row[-1]
+  return min(np.searchsorted(cdf_row, u, side="right"), cdf_row.shape[0] - 1)
+
+
+@numba.njit(cache=True)
+def sample_batch(num, seed, cdf, leaf_cdf, ctx_index, num_nts, src_sym,
+                 src_len, tgt_sym, tgt_len, max_depth, max_nodes, max_len):
+  """Samples `num` derivations from the ROOT context.
+
+  Returns (ok [num], src tokens flat, src offsets [num+1], tgt tokens flat,
+  tgt offsets [num+1], depth [num], num_nodes [num]); a sample is not ok if
+  it needed a leaf rule where the context has none, or grew past max_nodes
+  nodes or max_len tokens.
+  """
+  np.random.seed(seed)
+  ok = np.zeros(num, np.bool_)
+  depths = np.zeros(num, np.int32)
+  sizes = np.zeros(num, np.int32)
+  src_out = np.empty(num * 8, np.int32)
+  tgt_out = np.empty(num * 16, np.int32)
+  src_off = np.zeros(num + 1, np.int64)
+  tgt_off = np.zeros(num + 1, np.int64)
+  width = ctx_index.shape[1]
+  node_rule = np.empty(max_nodes, np.int32)
+  node_depth = np.empty(max_nodes, np.int32)
+  node_child = np.full((max_nodes, max(width, 1)), -1, np.int32)
+  stack_node = np.empty(max_nodes, np.int32)
+  pending_ctx = np.empty(max_nodes, np.int32)  # context of each node
+  # Per node: its strings in scratch buffers.
+  s_start = np.empty(max_nodes, np.int64)
+  s_len = np.empty(max_nodes, np.int64)
+  t_start = np.empty(max_nodes, np.int64)
+  t_len = np.empty(max_nodes, np.int64)
+  s_buf = np.empty(max_len * 8 + 64, np.int32)
+  t_buf = np.empty(max_len * 8 + 64, np.int32)
+  ns = 0
+  nt = 0
+  for b in range(num):
+    # Top-down: node 0 is the root; expand in stack order.
+    count = 1
+    node_rule[0] = -1
+    node_depth[0] = 1
+    good = True
+    top = 0
+    stack_node[0] = 0
+    pending_ctx[0] = 0
+    deepest = 1
+    while top >= 0:
+      v = stack_node[top]
+      top -= 1
+      c = pending_ctx[v]
+      if node_depth[v] >= max_depth:
+        row = leaf_cdf[c]
+      else:
+        row = cdf[c]
+      if row[-1] <= 0.0:
+        good = False
+        break
+      r = _draw(row)
+      node_rule[v] = r
+      for i in range(width):
+        node_child[v, i] = -1
+      for i in range(num_nts[r]):
+        if count >= max_nodes:
+          good = False
+          break
+        child = count
+        count += 1
+        node_child[v, i] = child
+        node_depth[child] = node_depth[v] + 1
+        if node_depth[child] > deepest:
+          deepest = node_depth[child]
+        pending_ctx[child] = ctx_index[r, i]
+        top += 1
+        stack_node[top] = child
+      if not good:
+        break
+    if good:
+      # Bottom-up: children have larger ids than parents.
+      pos_s = 0
+      pos_t = 0
+      for v in range(count - 1, -1, -1):
+        r = node_rule[v]
+        s_start[v] = pos_s
+        for k in range(src_len[r]):
+          sym = src_sym[r, k]
+          if sym >= 0:
+            if pos_s >= s_buf.shape[0]:
+              good = False
+              break
+            s_buf[pos_s] = sym
+            pos_s += 1
+          else:
+            ch = node_child[v, -sym - 1]
+            for q in range(s_len[ch]):
+              if pos_s >= s_buf.shape[0]:
+                good = False
+                break
+              s_buf[pos_s] = s_buf[s_start[ch] + q]
+              pos_s += 1
+        s_len[v] = pos_s - s_start[v]
+        t_start[v] = pos_t
+        for k in range(tgt_len[r]):
+          sym = tgt_sym[r, k]
+          if sym >= 0:
+            if pos_t >= t_buf.shape[0]:
+              good = False
+              break
+            t_buf[pos_t] = sym
+            pos_t += 1
+          else:
+            ch = node_child[v, -sym - 1]
+            for q in range(t_len[ch]):
+              if pos_t >= t_buf.shape[0]:
+                good = False
+                break
+              t_buf[pos_t] = t_buf[t_start[ch] + q]
+              pos_t += 1
+        t_len[v] = pos_t - t_start[v]
+        if not good:
+          break
+      if good and (s_len[0] > max_len or t_len[0] > max_len):
+        good = False
+    ok[b] = good
+    depths[b] = deepest
+    sizes[b] = count
+    if good:
+      need_s = ns + s_len[0]
+      need_t = nt + t_len[0]
+      if need_s > src_out.shape[0]:
+        grown = np.empty(max(2 * src_out.shape[0], need_s), np.int32)
+        grown[:ns] = src_out[:ns]
+        src_out = grown
+      if need_t > tgt_out.shape[0]:
+        grown = np.empty(max(2 * tgt_out.shape[0], need_t), np.int32)
+        grown[:nt] = tgt_out[:nt]
+        tgt_out = grown
+      src_out[ns:need_s] = s_buf[s_start[0]:s_start[0] + s_len[0]]
+      tgt_out[nt:need_t] = t_buf[t_start[0]:t_start[0] + t_len[0]]
+      ns = need_s
+      nt = need_t
+    src_off[b + 1] = ns
+    tgt_off[b + 1] = nt
+  return ok, src_out[:ns], src_off, tgt_out[:nt], tgt_off, depths, sizes

@@ -1,0 +1,121 @@
+"""Synthetic (input, output) pairs from a fitted CSL model (paper §3.2).
+
+p(r | s) is re-tempered, p(r | s) ~ exp(theta_{s,r} / T + delta [r has more
+than `depth_bias_min_nts` NTs]) (T = inf: uniform over rules, plus the
+bias), mixed with p(s | context) as in the model. With an output CFG, samples
+whose output it rejects are dropped and counted; attempts are capped at
+`max_attempts_factor` x the number asked for, so sampling always ends.
+"""
+
+import dataclasses
+import math
+import time
+from typing import Dict, List, Optional, Set, Tuple
+
+import gin
+import numpy as np
+
+from csl_jax.model.saved import SavedModel
+from csl_jax.sampling import sample_kernel
+
+
+@gin.configurable
+@dataclasses.dataclass(frozen=True)
+class SampleConfig:
+  temperature: float = 1.0  # math.inf: uniform p(r | s)
+  depth_bias: float = 0.0  # delta, added to rules with many NTs
+  depth_bias_min_nts: int = 1  # the bias goes to rules with more NTs
+  max_depth: int = 20  # at this depth only rules without NTs
+  max_len: int = 512  # longer samples are dropped (copies can blow up)
+  max_nodes: int = 4096
+  dedup: bool = False
+  max_attempts_factor: int = 20
+  seed: int = 0
+  chunk: int = 50_000
+
+
+def _softmax(logits, axis):
+  z = logits - logits.max(axis=axis, keepdims=True)
+  e = np.exp(z)
+  return e / e.sum(axis=axis, keepdims=True)
+
+
+def rule_distributions(model: SavedModel, config: SampleConfig
+                       ) -> Tuple[np.ndarray, np.ndarray]:
+  """(p(r | context) [C, R], the same restricted to NT-free rules)."""
+  num_nts = np.array([r.num_nts for r in model.rules])
+  bias = config.depth_bias * (num_nts > config.depth_bias_min_nts)
+  if math.isinf(config.temperature):
+    logits = np.zeros_like(model.rule_logits) + bias
+  else:
+    logits = model.rule_logits / config.temperature + bias
+  p_rule = _softmax(logits, 1)  # S, R
+  p_state = _softmax(model.context_logits, 1)  # C, S
+  p = p_state @ p_rule
+  leaf = p * (num_nts == 0)
+  return p, leaf
+
+
+@dataclasses.dataclass
+class SampleResult:
+  pairs: List[Tuple[str, str]]
+  depths: List[int]
+  stats: Dict[str, float]
+
+
+def sample(model: SavedModel, num: int, config: SampleConfig,
+           output_cfg=None) -> SampleResult:
+  """Draws `num` pairs (fewer if attempts run out; see stats)."""
+  start = time.time()
+  g = model.grammar
+  p, leaf = rule_distributions(model, config)
+  cdf, leaf_cdf = np.cumsum(p, axis=1), np.cumsum(leaf, axis=1)
+  num_nts = np.array([r.num_nts for r in model.rules], np.int32)
+  src_words = sorted(g.source_vocab, key=g.source_vocab.get)
+  tgt_words = sorted(g.target_vocab, key=g.target_vocab.get)
+  pairs: List[Tuple[str, str]] = []
+  depths: List[int] = []
+  seen: Set[Tuple[str, str]] = set()
+  accepted: Dict[str, bool] = {}
+  attempts = failed = rejected = duplicates = 0
+  round_ = 0
+  while len(pairs) < num and attempts < config.max_attempts_factor * num:
+    want = min(config.chunk, config.max_attempts_factor * num - attempts,
+               max(num - len(pairs), 1) * (2 if output_cfg or config.dedup
+                                           else 1))
+    ok, s, s_off, t, t_off, depth, _ = sample_kernel.sample_batch(
+        want, config.seed * 1_000_003 + round_, cdf, leaf_cdf,
+        model.ctx_index, num_nts, g.src_sym, g.src_len, g.tgt_sym, g.tgt_len,
+        config.max_depth, config.max_nodes, config.max_len)
+    round_ += 1
+    attempts += want
+    for b in np.flatnonzero(ok):
+      if len(pairs) == num:
+        break
+      x = " ".join(src_words[i] for i in s[s_off[b]:s_off[b + 1]])
+      y = " ".join(tgt_words[i] for i in t[t_off[b]:t_off[b + 1]])
+      if output_cfg is not None:
+        if y not in accepted:
+          accepted[y] = output_cfg.recognizes(y.split())
+        if not accepted[y]:
+          rejected += 1
+          continue
+      if config.dedup:
+        if (x, y) in seen:
+          duplicates += 1
+          continue
+        seen.add((x, y))
+      pairs.append((x, y))
+      depths.append(int(depth[b]))
+    failed += int((~ok).sum())
+  stats = {
+      "num_samples": len(pairs), "num_attempts": attempts,
+      "failed_rate": failed / max(attempts, 1),
+      "cfg_rejection_rate": rejected / max(attempts, 1),
+      "duplicate_rate": duplicates / max(attempts, 1),
+      "num_distinct_inputs": len({x for x, _ in pairs}),
+      "num_distinct_pairs": len(set(pairs)),
+      "mean_depth": float(np.mean(depths)) if depths else 0.0,
+      "seconds": time.time() - start,
+  }
+  return SampleResult(pairs, depths, stats)

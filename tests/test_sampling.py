@@ -1,0 +1,94 @@
+"""Forward sampling against the exact sampling distribution (the twin)."""
+
+import math
+
+import numpy as np
+import pytest
+
+from csl_jax.cky.grammar_arrays import encode_grammar
+from csl_jax.model import contexts
+from csl_jax.model.saved import SavedModel, rule_log_probs
+from csl_jax.sampling import sampler
+from csl_jax.sampling.sample_reference import pair_distribution
+from csl_jax.qcfg.output_cfg import parse_output_cfg
+from csl_jax.qcfg.rules import parse_rules
+
+RULES = parse_rules("""\
+NT_1 twice ### NT_1 NT_1
+NT_1 and NT_2 ### NT_1 NT_2
+walk ### W
+run ### R
+""")
+
+
+def _model(seed=0, num_states=2):
+  rng = np.random.default_rng(seed)
+  rule_logits = rng.normal(size=(num_states, len(RULES)))
+  context_logits = rng.normal(size=(contexts.num_contexts(RULES),
+                                    num_states))
+  g = encode_grammar(RULES, 2)
+  return SavedModel(RULES, g, rule_log_probs(rule_logits, context_logits),
+                    contexts.context_index(RULES, 2), None, num_states,
+                    rule_logits, context_logits)
+
+
+@pytest.mark.parametrize("temperature,bias", [(1.0, 0.0), (2.0, 1.5),
+                                              (math.inf, 0.0)])
+def test_empirical_frequencies_match_exact_distribution(temperature, bias):
+  model = _model(1)
+  config = sampler.SampleConfig(temperature=temperature, depth_bias=bias,
+                                depth_bias_min_nts=1, max_depth=3, seed=7)
+  p, leaf = sampler.rule_distributions(model, config)
+  exact = pair_distribution(RULES, p, leaf, model.ctx_index, 3)
+  assert abs(sum(exact.values()) - 1) < 1e-9
+  n = 40_000
+  got = sampler.sample(model, n, config)
+  assert got.stats["num_samples"] == n and got.stats["failed_rate"] == 0
+  counts = {}
+  for pair in got.pairs:
+    counts[pair] = counts.get(pair, 0) + 1
+  assert set(counts) <= set(exact)
+  for pair, q in exact.items():
+    # Within 5 standard deviations of the binomial count.
+    sd = math.sqrt(n * q * (1 - q)) + 1
+    assert abs(counts.get(pair, 0) - n * q) < 5 * sd, pair
+
+
+def test_uniform_temperature_and_depth_bias():
+  model = _model(2)
+  p, _ = sampler.rule_distributions(
+      model, sampler.SampleConfig(temperature=math.inf))
+  np.testing.assert_allclose(p, 0.25)
+  p, _ = sampler.rule_distributions(
+      model, sampler.SampleConfig(temperature=math.inf, depth_bias=math.log(3),
+                                  depth_bias_min_nts=1))
+  # Only the 2-NT rule gets the bias: weights 1, 3, 1, 1.
+  np.testing.assert_allclose(p[0], [1 / 6, 3 / 6, 1 / 6, 1 / 6])
+
+
+def test_reproducible_and_depth_limited():
+  model = _model(3)
+  config = sampler.SampleConfig(max_depth=2, seed=11)
+  a = sampler.sample(model, 2000, config)
+  b = sampler.sample(model, 2000, config)
+  assert a.pairs == b.pairs
+  assert max(a.depths) <= 2
+  # At depth 2 only walk/run: at most one operator.
+  assert all(len(x.split()) <= 3 for x, _ in a.pairs)
+  c = sampler.sample(model, 2000, sampler.SampleConfig(max_depth=2, seed=12))
+  assert c.pairs != a.pairs
+
+
+def test_dedup_and_output_cfg_rejection_are_bounded():
+  model = _model(4)
+  config = sampler.SampleConfig(max_depth=2, dedup=True, seed=0,
+                                max_attempts_factor=5)
+  got = sampler.sample(model, 1000, config)
+  # max depth 2 allows few distinct pairs: dedup stops when attempts run out.
+  assert len(set(got.pairs)) == len(got.pairs) < 1000
+  assert got.stats["num_attempts"] <= 5 * 1000
+  cfg = parse_output_cfg("Q -> W | W W | W R\n")
+  got = sampler.sample(model, 500, sampler.SampleConfig(max_depth=3, seed=0),
+                       output_cfg=cfg)
+  assert all(y in ("W", "W W", "W R") for _, y in got.pairs)
+  assert 0 < got.stats["cfg_rejection_rate"] < 1
