@@ -1,6 +1,5 @@
 """Grammar induction end to end on data generated from known QCFGs."""
 
-import itertools
 import json
 import os
 
@@ -12,32 +11,13 @@ from csl_jax.cky.grammar_arrays import encode_grammar
 from csl_jax.cli import main as cli
 from csl_jax.induction.search import InductionConfig, Inducer
 from csl_jax.qcfg.rules import load_rules, parse_rules
+import toy_language
 
-TRUE_GRAMMAR = """\
-walk ### WALK
-jump ### JUMP
-look ### LOOK
-NT_1 twice ### NT_1 NT_1
-NT_1 and NT_2 ### NT_1 NT_2
-NT_1 after NT_2 ### NT_2 NT_1
-"""
-VERBS = {"walk": "WALK", "jump": "JUMP", "look": "LOOK"}
-
-
-def phrases():
-  """Verb phrases: v, v twice."""
-  for v, a in VERBS.items():
-    yield v, a
-    yield f"{v} twice", f"{a} {a}"
+TRUE_GRAMMAR = toy_language.GRAMMAR
 
 
 def sentences():
-  """Every phrase, and every pair of phrases joined by `and` / `after`."""
-  out = list(phrases())
-  for (x1, y1), (x2, y2) in itertools.product(list(phrases()), repeat=2):
-    out.append((f"{x1} and {x2}", f"{y1} {y2}"))
-    out.append((f"{x1} after {x2}", f"{y2} {y1}"))
-  return [(x.split(), y.split()) for x, y in out]
+  return [(x.split(), y.split()) for x, y in toy_language.sentences()]
 
 
 CONFIG = InductionConfig(max_nts=2, terminal_cost=4, nonterminal_cost=1,

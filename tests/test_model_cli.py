@@ -8,33 +8,10 @@ import pytest
 
 from csl_jax.cli import main as cli
 from csl_jax.model import evaluation
+import toy_language
 
-GRAMMAR = """\
-walk ### WALK
-jump ### JUMP
-look ### LOOK
-NT_1 twice ### NT_1 NT_1
-NT_1 and NT_2 ### NT_1 NT_2
-NT_1 after NT_2 ### NT_2 NT_1
-"""
-VERBS = {"walk": "WALK", "jump": "JUMP", "look": "LOOK"}
-
-
-def _phrase_pairs():
-  for v, a in VERBS.items():
-    yield v, a
-    yield f"{v} twice", f"{a} {a}"
-
-
-def _train():
-  """Sentences whose (unique) derivations show twice binding tighter than
-  and/after: the model must learn that to parse the test set."""
-  out = list(_phrase_pairs())
-  for x1, y1 in _phrase_pairs():
-    for x2, y2 in _phrase_pairs():
-      out.append((f"{x1} and {x2}", f"{y1} {y2}"))
-      out.append((f"{x1} after {x2}", f"{y2} {y1}"))
-  return out
+GRAMMAR = toy_language.GRAMMAR
+_train = toy_language.sentences
 
 
 TEST = [("walk twice twice", "WALK WALK WALK WALK"),  # unseen depth

@@ -17,6 +17,26 @@ def _draw(cdf_row):
 
 
 @numba.njit(cache=True)
+def _spell(v, symbols, length, node_child, start, size, buf, pos):
+  """Writes node v's string (one side of its rule, children's strings
+  copied in for NTs) at buf[pos:]; returns (new pos, fits in buf)."""
+  for k in range(length):
+    sym = symbols[k]
+    if sym >= 0:
+      if pos >= buf.shape[0]:
+        return pos, False
+      buf[pos] = sym
+      pos += 1
+    else:
+      ch = node_child[v, -sym - 1]
+      if pos + size[ch] > buf.shape[0]:
+        return pos, False
+      buf[pos:pos + size[ch]] = buf[start[ch]:start[ch] + size[ch]]
+      pos += size[ch]
+  return pos, True
+
+
+@numba.njit(cache=True)
 def sample_batch(num, seed, cdf, leaf_cdf, ctx_index, num_nts, src_sym,
                  src_len, tgt_sym, tgt_len, max_depth, max_nodes, max_len):
   """Samples `num` derivations from the ROOT context.
@@ -96,40 +116,13 @@ def sample_batch(num, seed, cdf, leaf_cdf, ctx_index, num_nts, src_sym,
       for v in range(count - 1, -1, -1):
         r = node_rule[v]
         s_start[v] = pos_s
-        for k in range(src_len[r]):
-          sym = src_sym[r, k]
-          if sym >= 0:
-            if pos_s >= s_buf.shape[0]:
-              good = False
-              break
-            s_buf[pos_s] = sym
-            pos_s += 1
-          else:
-            ch = node_child[v, -sym - 1]
-            for q in range(s_len[ch]):
-              if pos_s >= s_buf.shape[0]:
-                good = False
-                break
-              s_buf[pos_s] = s_buf[s_start[ch] + q]
-              pos_s += 1
+        pos_s, good = _spell(v, src_sym[r], src_len[r], node_child, s_start,
+                             s_len, s_buf, pos_s)
         s_len[v] = pos_s - s_start[v]
         t_start[v] = pos_t
-        for k in range(tgt_len[r]):
-          sym = tgt_sym[r, k]
-          if sym >= 0:
-            if pos_t >= t_buf.shape[0]:
-              good = False
-              break
-            t_buf[pos_t] = sym
-            pos_t += 1
-          else:
-            ch = node_child[v, -sym - 1]
-            for q in range(t_len[ch]):
-              if pos_t >= t_buf.shape[0]:
-                good = False
-                break
-              t_buf[pos_t] = t_buf[t_start[ch] + q]
-              pos_t += 1
+        if good:
+          pos_t, good = _spell(v, tgt_sym[r], tgt_len[r], node_child,
+                               t_start, t_len, t_buf, pos_t)
         t_len[v] = pos_t - t_start[v]
         if not good:
           break
