@@ -14,6 +14,7 @@ INSTALL_REQUIRES = [
     "numpy==2.4.6",
     "optax==0.2.8",
     "orbax-checkpoint==0.12.8",
+    "sentencepiece==0.2.3",
     "seqio==0.0.20",
     "tensorflow==2.21.0",
     "tensorflow-datasets==4.9.10",
@@ -34,7 +35,9 @@ setuptools.setup(
     version="0.1.0",
     description=("Compositional data augmentation for semantic parsing "
                  "(CSL, GECA, PCFG sampling, UAT, AugZero) in JAX/Flax."),
-    packages=setuptools.find_packages(include=["csl_jax", "csl_jax.*"]),
+    packages=setuptools.find_packages(
+        include=["csl_jax", "csl_jax.*", "tasks", "tasks.*"]),
+    package_data={"tasks": ["*/*.cfg"]},
     python_requires=">=3.11,<3.13",
     install_requires=INSTALL_REQUIRES,
     extras_require=EXTRAS_REQUIRE,

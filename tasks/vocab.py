@@ -1,0 +1,117 @@
+"""The tasks' vocabulary: UTF-8 bytes (offline) or a SentencePiece model.
+
+The choice, by precedence: explicit arguments to `get_vocabulary`, gin
+bindings of it in effect when it is called, then the environment variables
+CSL_JAX_VOCAB (byte|sentencepiece), CSL_JAX_SPM (model path, local or
+gs://) and CSL_JAX_EXTRA_IDS; the default is bytes.
+
+T5X requires the task's vocabularies to equal the model's. Bind the model's
+to this function (`VOCABULARY = @tasks.vocab.get_vocabulary()`) and choose
+it with the environment variables (or gin bindings parsed before
+`import tasks`), so registration and model resolve the same arguments;
+equal arguments give the very same cached object.
+"""
+
+import functools
+import io
+import os
+from typing import Iterable, Optional, Union
+
+import gin
+import seqio
+import tensorflow as tf
+
+BYTE = "byte"
+SENTENCEPIECE = "sentencepiece"
+KINDS = (BYTE, SENTENCEPIECE)
+
+ENV_VOCAB = "CSL_JAX_VOCAB"
+ENV_SPM = "CSL_JAX_SPM"
+ENV_EXTRA_IDS = "CSL_JAX_EXTRA_IDS"
+
+# T5's public SentencePiece model, sentinels included: T5X's T5 1.0 and 1.1
+# gin files use it with extra_ids=0.
+T5_SPM = "gs://t5-data/vocabs/cc_all.32000.100extra/sentencepiece.model"
+
+
+@functools.lru_cache(maxsize=None)
+def _make(kind: str, path: Optional[str], extra_ids: int):
+  if kind == BYTE:
+    return seqio.ByteVocabulary(extra_ids=extra_ids)
+  return seqio.SentencePieceVocabulary(path, extra_ids=extra_ids)
+
+
+# Interactive mode lets importlib.reload re-register the configurable.
+with gin.config.interactive_mode():
+
+  @gin.configurable(module="tasks.vocab")
+  def get_vocabulary(kind: Optional[str] = None,
+                     sentencepiece_model: Optional[str] = None,
+                     extra_ids: Optional[int] = None) -> seqio.Vocabulary:
+    """Returns the (cached) vocabulary; None arguments come from the env."""
+    kind = kind or os.environ.get(ENV_VOCAB) or BYTE
+    if kind not in KINDS:
+      raise ValueError(f"vocabulary kind {kind!r}: expected one of {KINDS} "
+                       f"(argument or ${ENV_VOCAB})")
+    if extra_ids is None:
+      text = os.environ.get(ENV_EXTRA_IDS) or "0"
+      try:
+        extra_ids = int(text)
+      except ValueError:
+        raise ValueError(f"${ENV_EXTRA_IDS}={text!r} is not an integer")
+    if kind == BYTE:
+      return _make(BYTE, None, extra_ids)
+    path = sentencepiece_model or os.environ.get(ENV_SPM)
+    if not path:
+      raise ValueError(
+          f"sentencepiece vocabulary needs a model path (argument or "
+          f"${ENV_SPM}), e.g. {T5_SPM}")
+    # Remote paths are checked when first read, so no network here.
+    if "://" not in path and not tf.io.gfile.exists(path):
+      raise ValueError(f"{path}: no such SentencePiece model")
+    return _make(SENTENCEPIECE, path, extra_ids)
+
+
+def _tsv_fields(tsv_paths: Iterable[str]):
+  for path in tsv_paths:
+    with tf.io.gfile.GFile(path, "r") as f:
+      for line in f:
+        for field in line.rstrip("\r\n").split("\t")[:2]:
+          if field.strip():
+            yield field
+
+
+def train_sentencepiece(tsv_paths: Union[str, Iterable[str]],
+                        model_prefix: str, vocab_size: int,
+                        **trainer_options) -> str:
+  """Trains a SentencePiece model on both columns of `input<TAB>output` files.
+
+  Args:
+    tsv_paths: a path or paths (local or gs://).
+    model_prefix: writes `model_prefix + ".model"` (local or gs://).
+    vocab_size: a soft limit (small corpora may give fewer pieces).
+    **trainer_options: override the SentencePieceTrainer options below.
+
+  Returns:
+    The model's path, for `get_vocabulary("sentencepiece", path)`.
+  """
+  import sentencepiece as spm  # pylint: disable=g-import-not-at-top
+
+  if isinstance(tsv_paths, (str, os.PathLike)):
+    tsv_paths = [tsv_paths]
+  tsv_paths = [os.fspath(p) for p in tsv_paths]
+  # seqio assumes pad=0, eos=1, unk=2 and no bos; identity normalization
+  # keeps decoded programs byte-identical to the data.
+  options = dict(model_type="unigram", character_coverage=1.0,
+                 hard_vocab_limit=False, pad_id=0, eos_id=1, unk_id=2,
+                 bos_id=-1, normalization_rule_name="identity",
+                 minloglevel=2)
+  options.update(trainer_options)
+  model = io.BytesIO()
+  spm.SentencePieceTrainer.train(sentence_iterator=_tsv_fields(tsv_paths),
+                                 model_writer=model, vocab_size=vocab_size,
+                                 **options)
+  path = os.fspath(model_prefix) + ".model"
+  with tf.io.gfile.GFile(path, "wb") as f:
+    f.write(model.getvalue())
+  return path
