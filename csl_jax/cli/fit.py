@@ -31,6 +31,7 @@ class _Summaries:
   def __init__(self, directory: Optional[str]):
     self._writer = None
     if directory:
+      os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # CUDA probe noise
       import tensorflow as tf  # pylint: disable=g-import-not-at-top
       self._tf = tf
       self._writer = tf.summary.create_file_writer(directory)

@@ -22,6 +22,7 @@ import optax
 
 from csl_jax.cky import forest as forest_lib
 from csl_jax.cky.grammar_arrays import encode_grammar
+from csl_jax.errors import InputError
 from csl_jax.files import atomic_write_bytes
 from csl_jax.model import contexts
 from csl_jax.model import inside
@@ -105,7 +106,8 @@ def fit(rules: Sequence[Rule], pairs, config: FitConfig, max_nts: int = 4,
   """Returns (params, history of (step, loss), dataset)."""
   data = Dataset(rules, pairs, max_nts, config.batch_size)
   if not len(data.usable):
-    raise ValueError("the grammar derives none of the training pairs")
+    raise InputError("the grammar derives none of the training pairs "
+                     "(was it induced from this data?)")
   optimizer = optax.adam(config.learning_rate)
   params = init_params(len(rules), contexts.num_contexts(rules),
                        config.num_states, config.init_scale, config.seed)
