@@ -88,7 +88,43 @@ def test_dedup_and_output_cfg_rejection_are_bounded():
   assert len(set(got.pairs)) == len(got.pairs) < 1000
   assert got.stats["num_attempts"] <= 5 * 1000
   cfg = parse_output_cfg("Q -> W | W W | W R\n")
-  got = sampler.sample(model, 500, sampler.SampleConfig(max_depth=3, seed=0),
-                       output_cfg=cfg)
+  got = sampler.sample(model, 500, sampler.SampleConfig(
+      max_depth=3, seed=0, intersect=False), output_cfg=cfg)
   assert all(y in ("W", "W W", "W R") for _, y in got.pairs)
   assert 0 < got.stats["cfg_rejection_rate"] < 1
+
+
+CFG = parse_output_cfg("Q -> A | A A | A B\nA -> W\nB -> R\n")
+
+
+def test_target_options_by_hand():
+  from csl_jax.sampling.intersection import target_options
+  assert target_options(CFG, ["NT_1", "NT_1"]) == {"Q": [("A",)]}
+  assert target_options(CFG, ["NT_1", "NT_2"]) == {"Q": [("A", "A"),
+                                                         ("A", "B")]}
+  assert target_options(CFG, ["W"]) == {"A": [()], "Q": [()]}
+  assert target_options(CFG, ["R", "NT_1"]) == {}
+  # A slot may stand for any category that derives through unit rules.
+  assert target_options(CFG, ["NT_1"]) == {"A": [("A",)], "B": [("B",)],
+                                           "Q": [("A",), ("Q",)]}
+
+
+def test_intersected_sampling_is_the_model_conditioned_on_valid_outputs():
+  model = _model(5)
+  config = sampler.SampleConfig(max_depth=3, seed=3)
+  p, leaf = sampler.rule_distributions(model, config)
+  exact = pair_distribution(RULES, p, leaf, model.ctx_index, 3)
+  valid = {k: q for k, q in exact.items() if CFG.recognizes(k[1].split())}
+  total = sum(valid.values())
+  n = 30_000
+  got = sampler.sample(model, n, config, output_cfg=CFG)
+  assert got.stats["intersected"] and got.stats["num_attempts"] == n
+  assert got.stats["cfg_rejection_rate"] == 0
+  counts = {}
+  for pair in got.pairs:
+    counts[pair] = counts.get(pair, 0) + 1
+  assert set(counts) <= set(valid)
+  for pair, q in valid.items():
+    q /= total
+    sd = math.sqrt(n * q * (1 - q)) + 1
+    assert abs(counts.get(pair, 0) - n * q) < 5 * sd, pair

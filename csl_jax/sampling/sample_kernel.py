@@ -37,6 +37,30 @@ def _spell(v, symbols, length, node_child, start, size, buf, pos):
 
 
 @numba.njit(cache=True)
+def _spell_tree(count, node_rule, node_child, src_sym, src_len, tgt_sym,
+                tgt_len, s_start, s_len, t_start, t_len, s_buf, t_buf,
+                max_len):
+  """Both strings of every node, bottom-up (children have larger ids than
+  their parents); False if they do not fit or exceed max_len."""
+  pos_s = 0
+  pos_t = 0
+  for v in range(count - 1, -1, -1):
+    r = node_rule[v]
+    s_start[v] = pos_s
+    pos_s, good = _spell(v, src_sym[r], src_len[r], node_child, s_start,
+                         s_len, s_buf, pos_s)
+    s_len[v] = pos_s - s_start[v]
+    t_start[v] = pos_t
+    if good:
+      pos_t, good = _spell(v, tgt_sym[r], tgt_len[r], node_child, t_start,
+                           t_len, t_buf, pos_t)
+    t_len[v] = pos_t - t_start[v]
+    if not good:
+      return False
+  return s_len[0] <= max_len and t_len[0] <= max_len
+
+
+@numba.njit(cache=True)
 def sample_batch(num, seed, cdf, leaf_cdf, ctx_index, num_nts, src_sym,
                  src_len, tgt_sym, tgt_len, max_depth, max_nodes, max_len):
   """Samples `num` derivations from the ROOT context.
@@ -110,27 +134,136 @@ def sample_batch(num, seed, cdf, leaf_cdf, ctx_index, num_nts, src_sym,
       if not good:
         break
     if good:
-      # Bottom-up: children have larger ids than parents.
-      pos_s = 0
-      pos_t = 0
-      for v in range(count - 1, -1, -1):
-        r = node_rule[v]
-        s_start[v] = pos_s
-        pos_s, good = _spell(v, src_sym[r], src_len[r], node_child, s_start,
-                             s_len, s_buf, pos_s)
-        s_len[v] = pos_s - s_start[v]
-        t_start[v] = pos_t
-        if good:
-          pos_t, good = _spell(v, tgt_sym[r], tgt_len[r], node_child,
-                               t_start, t_len, t_buf, pos_t)
-        t_len[v] = pos_t - t_start[v]
-        if not good:
-          break
-      if good and (s_len[0] > max_len or t_len[0] > max_len):
-        good = False
+      good = _spell_tree(count, node_rule, node_child, src_sym, src_len,
+                         tgt_sym, tgt_len, s_start, s_len, t_start, t_len,
+                         s_buf, t_buf, max_len)
     ok[b] = good
     depths[b] = deepest
     sizes[b] = count
+    if good:
+      need_s = ns + s_len[0]
+      need_t = nt + t_len[0]
+      if need_s > src_out.shape[0]:
+        grown = np.empty(max(2 * src_out.shape[0], need_s), np.int32)
+        grown[:ns] = src_out[:ns]
+        src_out = grown
+      if need_t > tgt_out.shape[0]:
+        grown = np.empty(max(2 * tgt_out.shape[0], need_t), np.int32)
+        grown[:nt] = tgt_out[:nt]
+        tgt_out = grown
+      src_out[ns:need_s] = s_buf[s_start[0]:s_start[0] + s_len[0]]
+      tgt_out[nt:need_t] = t_buf[t_start[0]:t_start[0] + t_len[0]]
+      ns = need_s
+      nt = need_t
+    src_off[b + 1] = ns
+    tgt_off[b + 1] = nt
+  return ok, src_out[:ns], src_off, tgt_out[:nt], tgt_off, depths, sizes
+
+
+@numba.njit(cache=True)
+def expand_with_categories(p, ctx_index, opt_off, opt_rule,
+                           opt_child, z, start, max_depth, max_nodes,
+                           node_rule, node_child):
+  """One derivation top-down, each node drawing (rule, child categories) in
+  proportion to p(r | c) prod_i z[d + 1, ctx_i, B_i]. Returns (number of
+  nodes, deepest level), or (-1, 0) if no valid output exists / max_nodes."""
+  node_ctx = np.empty(max_nodes, np.int32)
+  node_cat = np.empty(max_nodes, np.int32)
+  node_depth = np.empty(max_nodes, np.int32)
+  stack = np.empty(max_nodes, np.int32)
+  node_ctx[0] = 0
+  node_cat[0] = start
+  node_depth[0] = 1
+  count = 1
+  top = 0
+  stack[0] = 0
+  deepest = 1
+  weights = np.empty(opt_rule.shape[0], np.float64)
+  while top >= 0:
+    v = stack[top]
+    top -= 1
+    c, a, d = node_ctx[v], node_cat[v], node_depth[v]
+    total = 0.0
+    lo, hi = opt_off[a], opt_off[a + 1]
+    for o in range(lo, hi):
+      r = opt_rule[o]
+      w = p[c, r]
+      if d >= max_depth and opt_child[o, 0] >= 0:
+        w = 0.0
+      for i in range(opt_child.shape[1]):
+        b = opt_child[o, i]
+        if b < 0 or w == 0.0:
+          break
+        w *= z[d + 1, ctx_index[r, i], b]
+      weights[o - lo] = w
+      total += w
+    if total <= 0.0:
+      return -1, 0
+    u = np.random.random() * total
+    pick = hi - 1
+    acc = 0.0
+    for o in range(lo, hi):
+      acc += weights[o - lo]
+      if u < acc:
+        pick = o
+        break
+    r = opt_rule[pick]
+    node_rule[v] = r
+    for i in range(node_child.shape[1]):
+      node_child[v, i] = -1
+    for i in range(opt_child.shape[1]):
+      b = opt_child[pick, i]
+      if b < 0:
+        break
+      if count >= max_nodes:
+        return -1, 0
+      node_child[v, i] = count
+      node_ctx[count] = ctx_index[r, i]
+      node_cat[count] = b
+      node_depth[count] = d + 1
+      if d + 1 > deepest:
+        deepest = d + 1
+      top += 1
+      stack[top] = count
+      count += 1
+  return count, deepest
+
+
+@numba.njit(cache=True)
+def sample_batch_cfg(num, seed, p, ctx_index, opt_off, opt_rule, opt_child,
+                     z, start, src_sym, src_len, tgt_sym, tgt_len, max_depth,
+                     max_nodes, max_len):
+  """Like sample_batch, but each derivation is drawn with output-CFG
+  categories (`intersection`), so every output is valid."""
+  np.random.seed(seed)
+  ok = np.zeros(num, np.bool_)
+  depths = np.zeros(num, np.int32)
+  sizes = np.zeros(num, np.int32)
+  src_out = np.empty(num * 8, np.int32)
+  tgt_out = np.empty(num * 16, np.int32)
+  src_off = np.zeros(num + 1, np.int64)
+  tgt_off = np.zeros(num + 1, np.int64)
+  width = max(ctx_index.shape[1], 1)
+  node_rule = np.empty(max_nodes, np.int32)
+  node_child = np.full((max_nodes, width), -1, np.int32)
+  s_start = np.empty(max_nodes, np.int64)
+  s_len = np.empty(max_nodes, np.int64)
+  t_start = np.empty(max_nodes, np.int64)
+  t_len = np.empty(max_nodes, np.int64)
+  s_buf = np.empty(max_len * 8 + 64, np.int32)
+  t_buf = np.empty(max_len * 8 + 64, np.int32)
+  ns = 0
+  nt = 0
+  for b in range(num):
+    count, deepest = expand_with_categories(
+        p, ctx_index, opt_off, opt_rule, opt_child, z, start, max_depth,
+        max_nodes, node_rule, node_child)
+    good = count > 0 and _spell_tree(
+        count, node_rule, node_child, src_sym, src_len, tgt_sym, tgt_len,
+        s_start, s_len, t_start, t_len, s_buf, t_buf, max_len)
+    ok[b] = good
+    depths[b] = deepest
+    sizes[b] = max(count, 0)
     if good:
       need_s = ns + s_len[0]
       need_t = nt + t_len[0]

@@ -2,9 +2,12 @@
 
 p(r | s) is re-tempered, p(r | s) ~ exp(theta_{s,r} / T + delta [r has more
 than `depth_bias_min_nts` NTs]) (T = inf: uniform over rules, plus the
-bias), mixed with p(s | context) as in the model. With an output CFG, samples
-whose output it rejects are dropped and counted; attempts are capped at
-`max_attempts_factor` x the number asked for, so sampling always ends.
+bias), mixed with p(s | context) as in the model. With an output CFG the
+QCFG is intersected with it (`intersection`): derivations are drawn from
+the model conditioned on a valid output, without rejection. With
+`intersect=False`, samples the CFG rejects are dropped and counted instead.
+Attempts are capped at `max_attempts_factor` x the number asked for, so
+sampling always ends.
 """
 
 import dataclasses
@@ -16,6 +19,7 @@ import gin
 import numpy as np
 
 from csl_jax.model.saved import SavedModel
+from csl_jax.sampling import intersection
 from csl_jax.sampling import sample_kernel
 
 
@@ -32,6 +36,7 @@ class SampleConfig:
   max_attempts_factor: int = 20
   seed: int = 0
   chunk: int = 50_000
+  intersect: bool = True  # with an output CFG: intersect, else reject
 
 
 def _softmax(logits, axis):
@@ -79,14 +84,27 @@ def sample(model: SavedModel, num: int, config: SampleConfig,
   accepted: Dict[str, bool] = {}
   attempts = failed = rejected = duplicates = 0
   round_ = 0
+  joint = None
+  if output_cfg is not None and config.intersect:
+    joint = intersection.build(model.rules, output_cfg, p, model.ctx_index,
+                               config.max_depth)
+    output_cfg = None  # every output is valid by construction
   while len(pairs) < num and attempts < config.max_attempts_factor * num:
     want = min(config.chunk, config.max_attempts_factor * num - attempts,
                max(num - len(pairs), 1) * (2 if output_cfg or config.dedup
                                            else 1))
-    ok, s, s_off, t, t_off, depth, _ = sample_kernel.sample_batch(
-        want, config.seed * 1_000_003 + round_, cdf, leaf_cdf,
-        model.ctx_index, num_nts, g.src_sym, g.src_len, g.tgt_sym, g.tgt_len,
-        config.max_depth, config.max_nodes, config.max_len)
+    seed = config.seed * 1_000_003 + round_
+    if joint is None:
+      ok, s, s_off, t, t_off, depth, _ = sample_kernel.sample_batch(
+          want, seed, cdf, leaf_cdf, model.ctx_index, num_nts, g.src_sym,
+          g.src_len, g.tgt_sym, g.tgt_len, config.max_depth,
+          config.max_nodes, config.max_len)
+    else:
+      ok, s, s_off, t, t_off, depth, _ = sample_kernel.sample_batch_cfg(
+          want, seed, p, model.ctx_index, joint.opt_off, joint.opt_rule,
+          joint.opt_child, joint.z, joint.start, g.src_sym, g.src_len,
+          g.tgt_sym, g.tgt_len, config.max_depth, config.max_nodes,
+          config.max_len)
     round_ += 1
     attempts += want
     for b in np.flatnonzero(ok):
@@ -116,6 +134,7 @@ def sample(model: SavedModel, num: int, config: SampleConfig,
       "num_distinct_inputs": len({x for x, _ in pairs}),
       "num_distinct_pairs": len(set(pairs)),
       "mean_depth": float(np.mean(depths)) if depths else 0.0,
+      "intersected": joint is not None,
       "seconds": time.time() - start,
   }
   return SampleResult(pairs, depths, stats)
