@@ -61,103 +61,42 @@ def _spell_tree(count, node_rule, node_child, src_sym, src_len, tgt_sym,
 
 
 @numba.njit(cache=True)
-def sample_batch(num, seed, cdf, leaf_cdf, ctx_index, num_nts, src_sym,
-                 src_len, tgt_sym, tgt_len, max_depth, max_nodes, max_len):
-  """Samples `num` derivations from the ROOT context.
-
-  Returns (ok [num], src tokens flat, src offsets [num+1], tgt tokens flat,
-  tgt offsets [num+1], depth [num], num_nodes [num]); a sample is not ok if
-  it needed a leaf rule where the context has none, or grew past max_nodes
-  nodes or max_len tokens.
-  """
-  np.random.seed(seed)
-  ok = np.zeros(num, np.bool_)
-  depths = np.zeros(num, np.int32)
-  sizes = np.zeros(num, np.int32)
-  src_out = np.empty(num * 8, np.int32)
-  tgt_out = np.empty(num * 16, np.int32)
-  src_off = np.zeros(num + 1, np.int64)
-  tgt_off = np.zeros(num + 1, np.int64)
-  width = ctx_index.shape[1]
-  node_rule = np.empty(max_nodes, np.int32)
+def _expand_plain(cdf, leaf_cdf, ctx_index, num_nts, max_depth, max_nodes,
+                  node_rule, node_child):
+  """One derivation top-down with p(r | context); only NT-free rules at
+  max_depth. Returns (number of nodes, deepest level); -1 nodes if a
+  context has no usable rule or the tree outgrows max_nodes."""
   node_depth = np.empty(max_nodes, np.int32)
-  node_child = np.full((max_nodes, max(width, 1)), -1, np.int32)
-  stack_node = np.empty(max_nodes, np.int32)
-  pending_ctx = np.empty(max_nodes, np.int32)  # context of each node
-  # Per node: its strings in scratch buffers.
-  s_start = np.empty(max_nodes, np.int64)
-  s_len = np.empty(max_nodes, np.int64)
-  t_start = np.empty(max_nodes, np.int64)
-  t_len = np.empty(max_nodes, np.int64)
-  s_buf = np.empty(max_len * 8 + 64, np.int32)
-  t_buf = np.empty(max_len * 8 + 64, np.int32)
-  ns = 0
-  nt = 0
-  for b in range(num):
-    # Top-down: node 0 is the root; expand in stack order.
-    count = 1
-    node_rule[0] = -1
-    node_depth[0] = 1
-    good = True
-    top = 0
-    stack_node[0] = 0
-    pending_ctx[0] = 0
-    deepest = 1
-    while top >= 0:
-      v = stack_node[top]
-      top -= 1
-      c = pending_ctx[v]
-      if node_depth[v] >= max_depth:
-        row = leaf_cdf[c]
-      else:
-        row = cdf[c]
-      if row[-1] <= 0.0:
-        good = False
-        break
-      r = _draw(row)
-      node_rule[v] = r
-      for i in range(width):
-        node_child[v, i] = -1
-      for i in range(num_nts[r]):
-        if count >= max_nodes:
-          good = False
-          break
-        child = count
-        count += 1
-        node_child[v, i] = child
-        node_depth[child] = node_depth[v] + 1
-        if node_depth[child] > deepest:
-          deepest = node_depth[child]
-        pending_ctx[child] = ctx_index[r, i]
-        top += 1
-        stack_node[top] = child
-      if not good:
-        break
-    if good:
-      good = _spell_tree(count, node_rule, node_child, src_sym, src_len,
-                         tgt_sym, tgt_len, s_start, s_len, t_start, t_len,
-                         s_buf, t_buf, max_len)
-    ok[b] = good
-    depths[b] = deepest
-    sizes[b] = count
-    if good:
-      need_s = ns + s_len[0]
-      need_t = nt + t_len[0]
-      if need_s > src_out.shape[0]:
-        grown = np.empty(max(2 * src_out.shape[0], need_s), np.int32)
-        grown[:ns] = src_out[:ns]
-        src_out = grown
-      if need_t > tgt_out.shape[0]:
-        grown = np.empty(max(2 * tgt_out.shape[0], need_t), np.int32)
-        grown[:nt] = tgt_out[:nt]
-        tgt_out = grown
-      src_out[ns:need_s] = s_buf[s_start[0]:s_start[0] + s_len[0]]
-      tgt_out[nt:need_t] = t_buf[t_start[0]:t_start[0] + t_len[0]]
-      ns = need_s
-      nt = need_t
-    src_off[b + 1] = ns
-    tgt_off[b + 1] = nt
-  return ok, src_out[:ns], src_off, tgt_out[:nt], tgt_off, depths, sizes
+  node_ctx = np.empty(max_nodes, np.int32)
+  stack = np.empty(max_nodes, np.int32)
+  node_ctx[0] = 0
+  node_depth[0] = 1
+  count = 1
+  top = 0
+  stack[0] = 0
+  deepest = 1
+  while top >= 0:
+    v = stack[top]
+    top -= 1
+    row = leaf_cdf[node_ctx[v]] if node_depth[v] >= max_depth \
+        else cdf[node_ctx[v]]
+    if row[-1] <= 0.0:
+      return -1, deepest
+    r = _draw(row)
+    node_rule[v] = r
+    for i in range(node_child.shape[1]):
+      node_child[v, i] = -1
+    for i in range(num_nts[r]):
+      if count >= max_nodes:
+        return -1, deepest
+      node_child[v, i] = count
+      node_depth[count] = node_depth[v] + 1
+      deepest = max(deepest, node_depth[count])
+      node_ctx[count] = ctx_index[r, i]
+      top += 1
+      stack[top] = count
+      count += 1
+  return count, deepest
 
 
 @numba.njit(cache=True)
@@ -230,11 +169,18 @@ def expand_with_categories(p, ctx_index, opt_off, opt_rule,
 
 
 @numba.njit(cache=True)
-def sample_batch_cfg(num, seed, p, ctx_index, opt_off, opt_rule, opt_child,
-                     z, start, src_sym, src_len, tgt_sym, tgt_len, max_depth,
-                     max_nodes, max_len):
-  """Like sample_batch, but each derivation is drawn with output-CFG
-  categories (`intersection`), so every output is valid."""
+def sample_batch(num, seed, intersected, cdf, leaf_cdf, num_nts, p,
+                 opt_off, opt_rule, opt_child, z, start, ctx_index, src_sym,
+                 src_len, tgt_sym, tgt_len, max_depth, max_nodes, max_len):
+  """Samples `num` derivations from the ROOT context: with p(r | context)
+  (cdf, leaf_cdf, num_nts), or, if `intersected`, with output-CFG
+  categories (p, opt_*, z, start; see `intersection`).
+
+  Returns (ok [num], src tokens flat, src offsets [num+1], tgt tokens flat,
+  tgt offsets [num+1], depth [num], num_nodes [num]); a sample is not ok if
+  it needed a rule where none is usable, or grew past max_nodes nodes or
+  max_len tokens.
+  """
   np.random.seed(seed)
   ok = np.zeros(num, np.bool_)
   depths = np.zeros(num, np.int32)
@@ -243,9 +189,9 @@ def sample_batch_cfg(num, seed, p, ctx_index, opt_off, opt_rule, opt_child,
   tgt_out = np.empty(num * 16, np.int32)
   src_off = np.zeros(num + 1, np.int64)
   tgt_off = np.zeros(num + 1, np.int64)
-  width = max(ctx_index.shape[1], 1)
   node_rule = np.empty(max_nodes, np.int32)
-  node_child = np.full((max_nodes, width), -1, np.int32)
+  node_child = np.full((max_nodes, max(ctx_index.shape[1], 1)), -1, np.int32)
+  # Per node: its strings in scratch buffers.
   s_start = np.empty(max_nodes, np.int64)
   s_len = np.empty(max_nodes, np.int64)
   t_start = np.empty(max_nodes, np.int64)
@@ -255,9 +201,14 @@ def sample_batch_cfg(num, seed, p, ctx_index, opt_off, opt_rule, opt_child,
   ns = 0
   nt = 0
   for b in range(num):
-    count, deepest = expand_with_categories(
-        p, ctx_index, opt_off, opt_rule, opt_child, z, start, max_depth,
-        max_nodes, node_rule, node_child)
+    if intersected:
+      count, deepest = expand_with_categories(
+          p, ctx_index, opt_off, opt_rule, opt_child, z, start, max_depth,
+          max_nodes, node_rule, node_child)
+    else:
+      count, deepest = _expand_plain(cdf, leaf_cdf, ctx_index, num_nts,
+                                     max_depth, max_nodes, node_rule,
+                                     node_child)
     good = count > 0 and _spell_tree(
         count, node_rule, node_child, src_sym, src_len, tgt_sym, tgt_len,
         s_start, s_len, t_start, t_len, s_buf, t_buf, max_len)

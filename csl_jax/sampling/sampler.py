@@ -39,6 +39,11 @@ class SampleConfig:
   intersect: bool = True  # with an output CFG: intersect, else reject
 
 
+# Typed placeholders for the intersection arrays when sampling without it.
+_NO_JOINT = (np.zeros(1, np.int64), np.zeros(0, np.int32),
+             np.zeros((0, 1), np.int32), np.zeros((1, 1, 1)), 0)
+
+
 def _softmax(logits, axis):
   z = logits - logits.max(axis=axis, keepdims=True)
   e = np.exp(z)
@@ -94,17 +99,13 @@ def sample(model: SavedModel, num: int, config: SampleConfig,
                max(num - len(pairs), 1) * (2 if output_cfg or config.dedup
                                            else 1))
     seed = config.seed * 1_000_003 + round_
-    if joint is None:
-      ok, s, s_off, t, t_off, depth, _ = sample_kernel.sample_batch(
-          want, seed, cdf, leaf_cdf, model.ctx_index, num_nts, g.src_sym,
-          g.src_len, g.tgt_sym, g.tgt_len, config.max_depth,
-          config.max_nodes, config.max_len)
-    else:
-      ok, s, s_off, t, t_off, depth, _ = sample_kernel.sample_batch_cfg(
-          want, seed, p, model.ctx_index, joint.opt_off, joint.opt_rule,
-          joint.opt_child, joint.z, joint.start, g.src_sym, g.src_len,
-          g.tgt_sym, g.tgt_len, config.max_depth, config.max_nodes,
-          config.max_len)
+    ok, s, s_off, t, t_off, depth, _ = sample_kernel.sample_batch(
+        want, seed, joint is not None, cdf, leaf_cdf, num_nts, p,
+        *(_NO_JOINT if joint is None else (
+            joint.opt_off, joint.opt_rule, joint.opt_child, joint.z,
+            joint.start)),
+        model.ctx_index, g.src_sym, g.src_len, g.tgt_sym, g.tgt_len,
+        config.max_depth, config.max_nodes, config.max_len)
     round_ += 1
     attempts += want
     for b in np.flatnonzero(ok):
