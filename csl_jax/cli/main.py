@@ -18,6 +18,7 @@ from csl_jax.cli import fit
 from csl_jax.cli import induce
 from csl_jax.cli import parse
 from csl_jax.cli import sample
+from csl_jax.cli import train_seq2seq
 from csl_jax.cli import prepare
 from csl_jax.cli import stage
 from csl_jax.errors import InputError
@@ -36,6 +37,8 @@ SUBCOMMANDS = {
     "evaluate": parse,
     "sample": sample,
     "augment": augment,
+    "train": train_seq2seq,
+    "decode": train_seq2seq,
 }
 
 

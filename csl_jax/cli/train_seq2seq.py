@@ -1,0 +1,113 @@
+"""`csl-jax train` / `csl-jax decode`: the Flax seq2seq baseline.
+
+train:  OUT/config.json, OUT/checkpoints/, OUT/tensorboard/, OUT/summary.json
+decode: OUT/predictions.tsv (input, target, prediction) and OUT/summary.json
+        with the task's metrics (exact_match).
+Model and training sizes come from gin (`seq2seq.Seq2SeqConfig.*`,
+`seq2seq.TrainConfig.*`); explicit flags win.
+"""
+
+import argparse
+import dataclasses
+import os
+
+import seqio
+
+from csl_jax.cli import stage
+from csl_jax.errors import InputError
+from csl_jax.files import atomic_write_text
+
+
+def _add_task_flags(p) -> None:
+  p.add_argument("--task", required=True,
+                 help="SeqIO task or mixture, e.g. NAME_csl_mixture")
+  p.add_argument("--data_dir", help="register the task from <split>.tsv here")
+  p.add_argument("--synthetic", help="synthetic pairs for NAME_csl_*")
+
+
+def add_parser(subparsers) -> None:
+  p = subparsers.add_parser("train", help="train the seq2seq baseline")
+  _add_task_flags(p)
+  p.add_argument("--out", required=True)
+  p.add_argument("--steps", type=int)
+  p.add_argument("--batch_size", type=int)
+  p.add_argument("--seed", type=int)
+  p.add_argument("--eval_split")
+  p = subparsers.add_parser("decode", help="decode a split with a seq2seq "
+                            "model and score exact match")
+  p.add_argument("--model", required=True, help="a `csl-jax train` directory")
+  _add_task_flags(p)
+  p.add_argument("--split", default="test")
+  p.add_argument("--beam_size", type=int, default=1)
+  p.add_argument("--batch_size", type=int, default=64)
+  p.add_argument("--out", required=True)
+
+
+def _base_name(task: str) -> str:
+  import tasks  # pylint: disable=g-import-not-at-top
+  for suffix in (tasks.registry.MIXTURE_SUFFIX,
+                 tasks.registry.SYNTHETIC_SUFFIX):
+    if task.endswith(suffix):
+      return task[:-len(suffix)]
+  return task
+
+
+def _register(task, data_dir, synthetic) -> None:
+  """Registers from --data_dir; else the task must be registered already."""
+  if data_dir:
+    import tasks  # pylint: disable=g-import-not-at-top
+    try:
+      tasks.register_dataset(_base_name(task), data_dir,
+                             synthetic_tsv=synthetic)
+    except ValueError as e:
+      raise InputError(str(e)) from None
+  if task not in seqio.TaskRegistry.names() | seqio.MixtureRegistry.names():
+    raise InputError(f"{task}: no such SeqIO task or mixture (give "
+                     "--data_dir, or set $CSL_JAX_DATA)")
+
+
+def _train(args) -> int:
+  from csl_jax.seq2seq import train  # pylint: disable=g-import-not-at-top
+  _register(args.task, args.data_dir, args.synthetic)
+  config = train.TrainConfig()
+  overrides = {k: v for k, v in (
+      ("num_steps", args.steps), ("batch_size", args.batch_size),
+      ("seed", args.seed), ("eval_split", args.eval_split)) if v is not None}
+  config = dataclasses.replace(config, **overrides)
+  extra = {"data_dir": args.data_dir and os.path.abspath(args.data_dir),
+           "synthetic": args.synthetic and os.path.abspath(args.synthetic)}
+  with stage.stage(args.out, stage.command_line()) as summary:
+    summary.update(train.train(args.out, args.task, config=config,
+                               extra_config=extra))
+  return 0
+
+
+def _decode(args) -> int:
+  # Lazy: `csl-jax --help` should not pay for JAX and orbax.
+  # pylint: disable=g-import-not-at-top
+  from csl_jax.seq2seq import decode
+  from csl_jax.seq2seq import input_pipeline
+  from csl_jax.seq2seq import train
+  # pylint: enable=g-import-not-at-top
+  if not os.path.exists(os.path.join(args.model, train.CONFIG_FILE)):
+    raise InputError(f"{args.model}: not a `csl-jax train` directory")
+  model_config, record = train.load_config(args.model)
+  # Without --data_dir, fall back to where the model was trained from.
+  data_dir = args.data_dir or record.get("data_dir")
+  synthetic = args.synthetic or (None if args.data_dir
+                                 else record.get("synthetic"))
+  _register(args.task, data_dir, synthetic)
+  model, params = train.load_params(args.model)
+  lengths = input_pipeline.lengths(model_config.max_input_len,
+                                   model_config.max_target_len)
+  with stage.stage(args.out, stage.command_line()) as summary:
+    rows, metrics = decode.evaluate(model, params, args.task, args.split,
+                                    lengths, args.batch_size, args.beam_size)
+    text = "".join("\t".join(r) + "\n" for r in rows)
+    atomic_write_text(os.path.join(args.out, "predictions.tsv"), text)
+    summary.update(metrics, split=args.split, beam_size=args.beam_size)
+  return 0
+
+
+def main(args: argparse.Namespace) -> int:
+  return _train(args) if args.subcommand == "train" else _decode(args)

@@ -1,0 +1,1 @@
+"""A compact T5-style encoder-decoder trained on the SeqIO tasks."""

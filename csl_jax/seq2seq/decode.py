@@ -1,0 +1,146 @@
+"""Greedy and beam-search decoding, and exact-match evaluation.
+
+Each step recomputes the decoder over the whole fixed-length prefix (no
+key/value cache); causal masking makes the not-yet-written tail harmless.
+"""
+
+import functools
+from typing import Any, Dict, List, Sequence, Tuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import seqio
+
+from csl_jax.seq2seq import models
+
+EOS_ID = 1
+
+
+def _shift_right(tokens):
+  return jnp.pad(tokens, ((0, 0), (1, 0)))[:, :-1]  # BOS is id 0.
+
+
+def _step_log_probs(model, params, encoded, inputs, outputs, i):
+  logits = model.apply({"params": params}, encoded, inputs,
+                       _shift_right(outputs), method=models.Transformer.decode)
+  return jax.nn.log_softmax(logits[:, i].astype(jnp.float32))
+
+
+@functools.partial(jax.jit, static_argnums=(0, 3))
+def greedy_decode(model, params, inputs, max_len: int):
+  """[batch, max_len] argmax tokens; after EOS, padding (0)."""
+  encoded = model.apply({"params": params}, inputs,
+                        method=models.Transformer.encode)
+  batch = inputs.shape[0]
+
+  def cond(state):
+    i, _, done = state
+    return (i < max_len) & ~jnp.all(done)
+
+  def body(state):
+    i, outputs, done = state
+    log_p = _step_log_probs(model, params, encoded, inputs, outputs, i)
+    token = jnp.where(done, 0, jnp.argmax(log_p, -1)).astype(jnp.int32)
+    return i + 1, outputs.at[:, i].set(token), done | (token == EOS_ID)
+
+  state = (0, jnp.zeros((batch, max_len), jnp.int32),
+           jnp.zeros((batch,), bool))
+  return jax.lax.while_loop(cond, body, state)[1]
+
+
+def beam_candidates(scores, log_p, done):
+  """Scores of every (beam, token) extension: [batch, beams * vocab].
+
+  A finished beam extends only with padding, at no cost, so it competes
+  with the live beams under its final score.
+  """
+  vocab = log_p.shape[-1]
+  frozen = jnp.where(jnp.arange(vocab) == 0, 0.0, models.NEG_INF)
+  log_p = jnp.where(done[..., None], frozen, log_p)
+  return (scores[..., None] + log_p).reshape(scores.shape[0], -1)
+
+
+@functools.partial(jax.jit, static_argnums=(0, 3, 4))
+def beam_search(model, params, inputs, max_len: int, beam_size: int):
+  """Best of `beam_size` beams by total log-probability (no length penalty).
+
+  Returns ([batch, max_len] tokens, [batch] log-probabilities).
+  """
+  batch, k = inputs.shape[0], beam_size
+  flat_inputs = jnp.repeat(inputs, k, axis=0)
+  encoded = model.apply({"params": params}, flat_inputs,
+                        method=models.Transformer.encode)
+
+  def body(i, state):
+    outputs, scores, done = state
+    log_p = _step_log_probs(model, params, encoded, flat_inputs,
+                            outputs.reshape(batch * k, max_len), i)
+    cand = beam_candidates(scores, log_p.reshape(batch, k, -1), done)
+    scores, index = jax.lax.top_k(cand, k)
+    beam, token = index // log_p.shape[-1], index % log_p.shape[-1]
+    outputs = jnp.take_along_axis(outputs, beam[..., None], 1)
+    done = jnp.take_along_axis(done, beam, 1)
+    token = jnp.where(done, 0, token)
+    return outputs.at[:, :, i].set(token), scores, done | (token == EOS_ID)
+
+  # Only beam 0 is live at first, so the k start beams are not duplicates.
+  scores = jnp.tile(jnp.array([0.0] + [models.NEG_INF] * (k - 1)), (batch, 1))
+  state = (jnp.zeros((batch, k, max_len), jnp.int32), scores,
+           jnp.zeros((batch, k), bool))
+  outputs, scores, _ = jax.lax.fori_loop(0, max_len, body, state)
+  return outputs[:, 0], scores[:, 0]  # top_k sorts, best first.
+
+
+def strip_eos(tokens: np.ndarray) -> List[List[int]]:
+  """Each row's ids before its first EOS (or padding)."""
+  rows = []
+  for row in np.asarray(tokens).tolist():
+    end = next((j for j, t in enumerate(row) if t in (0, EOS_ID)), len(row))
+    rows.append(row[:end])
+  return rows
+
+
+def predict(model, params, inputs, max_len: int, beam_size: int = 1):
+  if beam_size <= 1:
+    return np.asarray(greedy_decode(model, params, inputs, max_len))
+  return np.asarray(beam_search(model, params, inputs, max_len, beam_size)[0])
+
+
+def evaluate(model, params, task_name: str, split: str,
+             feature_lengths: Dict[str, int], batch_size: int = 64,
+             beam_size: int = 1) -> Tuple[List[Tuple[str, str, str]],
+                                          Dict[str, Any]]:
+  """Decodes a split; returns (input, target, prediction) rows, metrics.
+
+  Metrics are the task's own metric functions over its postprocessed text.
+  """
+  task = seqio.get_mixture_or_task(task_name)
+  vocab = task.output_features["targets"].vocabulary
+  ds = task.get_dataset(sequence_length=feature_lengths, split=split,
+                        shuffle=False, num_epochs=1)
+  examples = list(ds.as_numpy_iterator())
+  rows, targets, predictions = [], [], []
+  n_dev = jax.local_device_count()
+  for start in range(0, len(examples), batch_size):
+    chunk = examples[start:start + batch_size]
+    inputs = np.zeros((len(chunk) + (-len(chunk) % n_dev),
+                       feature_lengths["inputs"]), np.int32)
+    for j, ex in enumerate(chunk):
+      inputs[j, :len(ex["inputs"])] = ex["inputs"]
+    tokens = strip_eos(predict(model, params, jnp.asarray(inputs),
+                               feature_lengths["targets"], beam_size))
+    for ex, ids in zip(chunk, tokens):
+      prediction = task.postprocess_fn(vocab.decode(ids), example=ex,
+                                       is_target=False)
+      target = task.postprocess_fn(ex["targets_pretokenized"], example=ex,
+                                   is_target=True)
+      source = ex["inputs_pretokenized"]
+      source = source.decode() if isinstance(source, bytes) else source
+      rows.append((source, target, prediction))
+      targets.append(target)
+      predictions.append(prediction)
+  metrics = {"num_examples": len(rows)}
+  for fn in task.predict_metric_fns or task.metric_fns:
+    metrics.update(fn(targets, predictions))
+  return rows, metrics

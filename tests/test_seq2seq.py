@@ -1,0 +1,329 @@
+"""Tests for csl_jax.seq2seq: model twins, decoding, training, CLI.
+
+Every kernel has a numpy twin here: T5 relative position buckets, the full
+forward pass, greedy decoding and beam search. No network, CPU is enough.
+"""
+
+import itertools
+import json
+import math
+import os
+import random
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+seqio = pytest.importorskip("seqio")
+tf = pytest.importorskip("tensorflow")
+
+try:  # tf.data needs no GPU; leave it to JAX.
+  tf.config.set_visible_devices([], "GPU")
+except RuntimeError:
+  pass
+
+_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if _REPO_ROOT not in sys.path:
+  sys.path.append(_REPO_ROOT)
+
+from csl_jax.cli import main as cli  # pylint: disable=g-import-not-at-top
+from csl_jax.cli import train_seq2seq
+from csl_jax.seq2seq import decode
+from csl_jax.seq2seq import models
+from csl_jax.seq2seq import train
+from tasks import registry
+
+TINY = models.Seq2SeqConfig(vocab_size=0, d_model=64, num_heads=4, d_ff=128,
+                            num_layers=2, dropout=0.0, max_input_len=8,
+                            max_target_len=8)
+TRAIN = train.TrainConfig(batch_size=32, num_steps=250, learning_rate=3e-3,
+                          warmup_steps=10, log_every=50, checkpoint_every=100)
+# Small vocabulary: EOS (1) is likely, so finished beams get exercised.
+TWIN = models.Seq2SeqConfig(vocab_size=7, d_model=16, num_heads=2, d_ff=24,
+                            num_layers=2, dropout=0.0, num_buckets=8,
+                            max_distance=16, max_input_len=6,
+                            max_target_len=5)
+
+
+# ---- numpy twins -----------------------------------------------------------
+
+def bucket_twin(relative, bidirectional, num_buckets, max_distance):
+  """T5's `_relative_position_bucket`, one int at a time."""
+  ret, n = 0, -relative
+  if bidirectional:
+    num_buckets //= 2
+    ret += num_buckets if n < 0 else 0
+    n = abs(n)
+  else:
+    n = max(n, 0)
+  max_exact = num_buckets // 2
+  if n < max_exact:
+    return ret + n
+  large = max_exact + int(math.log(n / max_exact) /
+                          math.log(max_distance / max_exact) *
+                          (num_buckets - max_exact))
+  return ret + min(large, num_buckets - 1)
+
+
+def _rms(x, scale):
+  return x / np.sqrt(np.mean(x * x, -1, keepdims=True) + 1e-6) * scale
+
+
+def _attention(p, x, memory, mask, bias):
+  q = np.einsum("bqd,dhk->bqhk", x, p["query"]["kernel"])
+  k = np.einsum("bqd,dhk->bqhk", memory, p["key"]["kernel"])
+  v = np.einsum("bqd,dhk->bqhk", memory, p["value"]["kernel"])
+  logits = np.einsum("bqhd,bkhd->bhqk", q, k) / math.sqrt(q.shape[-1])
+  logits = np.where(mask, logits + bias, -1e9)
+  w = np.exp(logits - logits.max(-1, keepdims=True))
+  w /= w.sum(-1, keepdims=True)
+  out = np.einsum("bhqk,bkhd->bqhd", w, v)
+  return np.einsum("bqhd,hdm->bqm", out, p["out"]["kernel"])
+
+
+def _stack(p, cfg, x, mask, bidirectional, memory=None, memory_mask=None):
+  length = x.shape[1]
+  buckets = np.array([[bucket_twin(k - q, bidirectional, cfg.num_buckets,
+                                   cfg.max_distance)
+                       for k in range(length)] for q in range(length)])
+  bias = p["relpos"]["rel_embedding"][buckets].transpose(2, 0, 1)[None]
+  for i in range(cfg.num_layers):
+    lp = p[f"layer_{i}"]
+    h = _rms(x, lp["self_norm"]["scale"])
+    x = x + _attention(lp["self_attention"], h, h, mask, bias)
+    if memory is not None:
+      h = _rms(x, lp["cross_norm"]["scale"])
+      x = x + _attention(lp["cross_attention"], h, memory, memory_mask, 0.0)
+    h = _rms(x, lp["mlp_norm"]["scale"])
+    x = x + np.maximum(h @ lp["mlp"]["wi"]["kernel"], 0) @ (
+        lp["mlp"]["wo"]["kernel"])
+  return _rms(x, p["final_norm"]["scale"])
+
+
+def forward_twin(params, cfg, inputs, decoder_inputs):
+  p = jax.tree_util.tree_map(lambda a: np.asarray(a, np.float64), params)
+  emb = p["embed"]["embedding"]
+  in_mask = (inputs > 0)[:, None, None, :]
+  encoded = _stack(p["encoder"], cfg, emb[inputs], in_mask, True)
+  length = decoder_inputs.shape[1]
+  causal = np.tril(np.ones((length, length), bool))[None, None]
+  x = _stack(p["decoder"], cfg, emb[decoder_inputs], causal, False,
+             encoded, in_mask)
+  return x @ emb.T / math.sqrt(cfg.d_model)
+
+
+def _log_softmax(x):
+  x = x - x.max(-1, keepdims=True)
+  return x - np.log(np.exp(x).sum(-1, keepdims=True))
+
+
+def step_twin(params, cfg, inputs, outputs, i):
+  """One decoding step: log p(token at i | outputs[:i]), full recompute."""
+  shifted = np.pad(outputs, ((0, 0), (1, 0)))[:, :-1]
+  return _log_softmax(forward_twin(params, cfg, inputs, shifted)[:, i])
+
+
+def greedy_twin(params, cfg, inputs, max_len):
+  outputs = np.zeros((len(inputs), max_len), np.int64)
+  done = np.zeros(len(inputs), bool)
+  for i in range(max_len):
+    token = np.where(done, 0, step_twin(params, cfg, inputs, outputs,
+                                        i).argmax(-1))
+    outputs[:, i] = token
+    done |= token == decode.EOS_ID
+  return outputs
+
+
+def beam_twin(params, cfg, row, max_len, k):
+  """Beam search for one input, with plain Python lists of hypotheses."""
+  beams = [((), 0.0, False)]
+  for i in range(max_len):
+    candidates = []
+    for tokens, score, done in beams:
+      if done:
+        candidates.append((tokens + (0,), score, True))
+        continue
+      outputs = np.array([list(tokens) + [0] * (max_len - i)])
+      log_p = step_twin(params, cfg, row[None], outputs, i)[0]
+      candidates += [(tokens + (t,), score + log_p[t], t == decode.EOS_ID)
+                     for t in range(cfg.vocab_size)]
+    beams = sorted(candidates, key=lambda c: -c[1])[:k]
+  return beams[0]
+
+
+# ---- model and decoding ----------------------------------------------------
+
+@pytest.fixture(scope="module")
+def twin_model():
+  model, params = models.init_params(TWIN, jax.random.PRNGKey(3))
+  # Larger weights: sharper, more varied predictions than at init.
+  params = jax.tree_util.tree_map(lambda a: a * 2.0, params)
+  rng = np.random.RandomState(0)
+  inputs = rng.randint(2, TWIN.vocab_size, (4, TWIN.max_input_len))
+  inputs[1, 4:] = 0  # Padding.
+  inputs[2, 2:] = 0
+  return model, params, inputs
+
+
+@pytest.mark.parametrize("bidirectional", [True, False])
+def test_relative_position_bucket_matches_twin(bidirectional):
+  relative = np.arange(-300, 301)
+  got = np.asarray(models.relative_position_bucket(
+      jnp.asarray(relative), bidirectional, 32, 128))
+  want = [bucket_twin(int(r), bidirectional, 32, 128) for r in relative]
+  np.testing.assert_array_equal(got, want)
+
+
+def test_forward_matches_twin(twin_model):
+  model, params, inputs = twin_model
+  dec = np.random.RandomState(1).randint(0, TWIN.vocab_size, (4, 5))
+  got = model.apply({"params": params}, jnp.asarray(inputs), jnp.asarray(dec))
+  np.testing.assert_allclose(np.asarray(got),
+                             forward_twin(params, TWIN, inputs, dec),
+                             rtol=1e-4, atol=1e-4)
+
+
+def test_greedy_matches_twin(twin_model):
+  model, params, inputs = twin_model
+  got = np.asarray(decode.greedy_decode(model, params, jnp.asarray(inputs),
+                                        TWIN.max_target_len))
+  want = greedy_twin(params, TWIN, inputs, TWIN.max_target_len)
+  np.testing.assert_array_equal(got, want)
+  assert (got == decode.EOS_ID).any()  # The finished path is exercised.
+
+
+def test_beam_search_matches_twin(twin_model):
+  model, params, inputs = twin_model
+  tokens, scores = decode.beam_search(model, params, jnp.asarray(inputs),
+                                      TWIN.max_target_len, 3)
+  for row, got, score in zip(inputs, np.asarray(tokens), np.asarray(scores)):
+    want, want_score, _ = beam_twin(params, TWIN, row, TWIN.max_target_len, 3)
+    np.testing.assert_array_equal(got, want)
+    assert score == pytest.approx(want_score, abs=1e-4)
+
+
+def test_beam_of_one_is_greedy(twin_model):
+  model, params, inputs = twin_model
+  greedy = decode.greedy_decode(model, params, jnp.asarray(inputs), 5)
+  beam, _ = decode.beam_search(model, params, jnp.asarray(inputs), 5, 1)
+  np.testing.assert_array_equal(np.asarray(greedy), np.asarray(beam))
+
+
+def test_strip_eos():
+  assert decode.strip_eos(np.array([[5, 6, 1, 0], [7, 0, 0, 0],
+                                    [4, 4, 4, 4]])) == [[5, 6], [7],
+                                                        [4, 4, 4, 4]]
+
+
+# ---- training, checkpoints, CLI --------------------------------------------
+
+def _reverse_pairs(n, seed):
+  words = ["".join(w) for w in itertools.product("abcd", repeat=3)]
+  random.Random(seed).shuffle(words)
+  return [(" ".join(w), " ".join(reversed(w))) for w in words[:n]]
+
+
+@pytest.fixture(scope="module")
+def reverse_task(tmp_path_factory):
+  """"t_rev": reverse 3 letters; 50 train, 14 test pairs; byte vocab."""
+  directory = tmp_path_factory.mktemp("rev_data")
+  pairs = _reverse_pairs(64, 0)
+  for split, rows in (("train", pairs[:50]), ("test", pairs[50:])):
+    (directory / f"{split}.tsv").write_text(
+        "".join(f"{i}\t{o}\n" for i, o in rows), encoding="utf-8")
+  registry.register_dataset("t_rev", directory,
+                            vocabulary=seqio.ByteVocabulary())
+  yield "t_rev", directory
+  registry.unregister_dataset("t_rev")
+
+
+@pytest.fixture(scope="module")
+def trained(reverse_task, tmp_path_factory):
+  out = str(tmp_path_factory.mktemp("rev_model"))
+  metrics = train.train(out, reverse_task[0], TINY, TRAIN, progress=False)
+  return out, metrics
+
+
+def test_loss_drops(trained):
+  _, metrics = trained
+  print("tiny config: %.0f examples/s, loss %.3f -> %.3f" % (
+      metrics["examples_per_second"], metrics["first_loss"],
+      metrics["mean_last_loss"]))
+  assert metrics["steps"] == TRAIN.num_steps
+  assert metrics["mean_last_loss"] < 0.3 * metrics["first_loss"]
+
+
+def test_checkpoint_round_trip_and_resume(trained, reverse_task):
+  out, _ = trained
+  assert sorted(os.listdir(os.path.join(out, "checkpoints"))) == ["200",
+                                                                   "250"]
+  _, params = train.load_params(out)
+  state = train.create_state(train.load_config(out)[0], TRAIN,
+                             jax.random.PRNGKey(9))
+  restored = train.restore(train.checkpoint_manager(out), state)
+  assert int(restored.step) == TRAIN.num_steps
+  for a, b in zip(jax.tree_util.tree_leaves(params),
+                  jax.tree_util.tree_leaves(restored.params)):
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+  # Resuming runs only the missing steps.
+  import dataclasses  # pylint: disable=g-import-not-at-top
+  more = train.train(out, reverse_task[0], TINY,
+                     dataclasses.replace(TRAIN, num_steps=255),
+                     progress=False)
+  assert more["start_step"] == TRAIN.num_steps and more["steps"] == 255
+
+
+def test_decode_evaluates_exact_match(trained, reverse_task):
+  out, _ = trained
+  model, params = train.load_params(out)
+  lengths = {"inputs": TINY.max_input_len, "targets": TINY.max_target_len}
+  rows, metrics = decode.evaluate(model, params, reverse_task[0], "test",
+                                  lengths, batch_size=8, beam_size=2)
+  assert metrics["num_examples"] == len(rows) == 14
+  hits = sum(t == p for _, t, p in rows)
+  assert metrics["exact_match"] == pytest.approx(100.0 * hits / 14)
+  # The training pairs are learnt by now, so decoding must reproduce them.
+  rows, metrics = decode.evaluate(model, params, reverse_task[0], "train",
+                                  lengths, batch_size=8, beam_size=2)
+  print("tiny config train-split exact match (beam 2): %.1f"
+        % metrics["exact_match"])
+  assert metrics["exact_match"] >= 80.0
+
+
+def test_cli_train_and_decode(reverse_task, tmp_path, monkeypatch):
+  monkeypatch.setitem(cli.SUBCOMMANDS, "train", train_seq2seq)
+  monkeypatch.setitem(cli.SUBCOMMANDS, "decode", train_seq2seq)
+  model_dir, dec_dir = str(tmp_path / "m"), str(tmp_path / "d")
+  gin_file = tmp_path / "tiny.gin"
+  gin_file.write_text("\n".join(
+      f"seq2seq.Seq2SeqConfig.{k} = {v}" for k, v in (
+          # TINY's sizes, so the compiled train step is reused.
+          ("d_model", 64), ("num_heads", 4), ("d_ff", 128), ("dropout", 0.0),
+          ("max_input_len", 8), ("max_target_len", 8))) + "\n")
+  data_dir = str(reverse_task[1])
+  try:
+    assert cli.main(["train", "--task", "t_cli", "--data_dir", data_dir,
+                     "--out", model_dir, "--steps", "20", "--batch_size",
+                     "32", f"--gin_file={gin_file}"]) == 0
+    assert json.load(open(os.path.join(model_dir, "config.json")))[
+        "model"]["d_model"] == 64
+    assert os.listdir(os.path.join(model_dir, "tensorboard"))
+    assert cli.main(["decode", "--model", model_dir, "--task", "t_cli",
+                     "--split", "test", "--out", dec_dir]) == 0
+  finally:
+    registry.unregister_dataset("t_cli")
+    import gin  # pylint: disable=g-import-not-at-top
+    gin.clear_config()
+  summary = json.load(open(os.path.join(dec_dir, "summary.json")))
+  assert summary["num_examples"] == 14 and "exact_match" in summary
+  lines = open(os.path.join(dec_dir, "predictions.tsv")).read().splitlines()
+  assert len(lines) == 14 and all(len(l.split("\t")) == 3 for l in lines)
+  assert json.load(open(os.path.join(model_dir, "summary.json")))["steps"] == 20
+
+
+def test_cli_unknown_task(tmp_path, monkeypatch):
+  monkeypatch.setitem(cli.SUBCOMMANDS, "train", train_seq2seq)
+  assert cli.main(["train", "--task", "no_such_task", "--out",
+                   str(tmp_path)]) == 2
