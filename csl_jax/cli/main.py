@@ -79,6 +79,9 @@ def main(argv: Optional[List[str]] = None) -> int:
   try:
     files, bindings, rest = _split_gin_flags(argv)
     args = build_parser().parse_args(rest)
+    module = SUBCOMMANDS[args.subcommand]
+    if hasattr(module, "register_configurables"):
+      module.register_configurables()
     try:
       for root in (os.getcwd(), _REPO_ROOT):
         gin.add_config_file_search_path(root)

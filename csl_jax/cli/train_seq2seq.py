@@ -11,8 +11,6 @@ import argparse
 import dataclasses
 import os
 
-import seqio
-
 from csl_jax.cli import stage
 from csl_jax.errors import InputError
 from csl_jax.files import atomic_write_text
@@ -61,6 +59,7 @@ def _register(task, data_dir, synthetic) -> None:
                              synthetic_tsv=synthetic)
     except ValueError as e:
       raise InputError(str(e)) from None
+  import seqio  # pylint: disable=g-import-not-at-top
   if task not in seqio.TaskRegistry.names() | seqio.MixtureRegistry.names():
     raise InputError(f"{task}: no such SeqIO task or mixture (give "
                      "--data_dir, or set $CSL_JAX_DATA)")
@@ -111,3 +110,9 @@ def _decode(args) -> int:
 
 def main(args: argparse.Namespace) -> int:
   return _train(args) if args.subcommand == "train" else _decode(args)
+
+
+def register_configurables() -> None:
+  """Imports the trainer's gin configurables (TensorFlow/SeqIO come with
+  them, so only the train and decode subcommands pay for the import)."""
+  from csl_jax.seq2seq import models, train  # pylint: disable=g-import-not-at-top,unused-import
