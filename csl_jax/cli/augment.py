@@ -128,3 +128,7 @@ def add_parser(subparsers) -> None:
 def main(args: argparse.Namespace) -> int:
   augment(args.out)
   return 0
+
+
+def register_configurables() -> None:
+  fit_stage.register_configurables()

@@ -18,7 +18,6 @@ import tqdm
 from csl_jax.cli import stage
 from csl_jax.data import tsv
 from csl_jax.files import atomic_write_bytes, atomic_write_json
-from csl_jax.model import train
 from csl_jax.model import viterbi
 from csl_jax.model.saved import rule_log_probs
 from csl_jax.qcfg.output_cfg import load_output_cfg
@@ -79,10 +78,11 @@ def fit(out_dir: str, grammar: str, train_data: str,
         output_cfg: Optional[str] = None, tensorboard: bool = True,
         summary_every: int = 10, unlabeled: Optional[str] = None,
         unlabeled_copies: int = 1,
-        config: Optional[train.FitConfig] = None) -> dict:
+        config: Optional["train.FitConfig"] = None) -> dict:
   """With `unlabeled` inputs, the fitted model labels them (hard EM), and the
   model is refit on the training pairs plus `unlabeled_copies` copies of the
   labeled ones (Qiu et al., 2022, C.7)."""
+  from csl_jax.model import train  # pylint: disable=g-import-not-at-top
   config = config or train.FitConfig()
   with stage.stage(out_dir, stage.command_line()) as summary:
     rules = load_rules(grammar)
@@ -179,3 +179,8 @@ def main(args: argparse.Namespace) -> int:
     kwargs["unlabeled_copies"] = args.unlabeled_copies
   fit(args.out, args.grammar, args.train, **kwargs)
   return 0
+
+
+def register_configurables() -> None:
+  """Imports FitConfig (with JAX, Flax, Optax): only fitting pays for it."""
+  from csl_jax.model import train  # pylint: disable=g-import-not-at-top,unused-import
