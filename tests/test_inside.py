@@ -7,7 +7,6 @@ from hypothesis import strategies as st
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pytest
 
 from csl_jax.cky import forest as forest_lib
 from csl_jax.cky.grammar_arrays import encode_grammar

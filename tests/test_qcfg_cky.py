@@ -4,7 +4,6 @@ import math
 
 import hypothesis
 from hypothesis import strategies as st
-import numpy as np
 import pytest
 
 from csl_jax.cky import forest

@@ -4,7 +4,6 @@ import itertools
 
 import hypothesis
 from hypothesis import strategies as st
-import pytest
 
 from csl_jax.induction.unify import canonical, compose, unify
 from csl_jax.qcfg.rules import parse_rule, validate_rule

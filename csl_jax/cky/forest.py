@@ -144,13 +144,26 @@ def derivable(grammar: EncodedGrammar, pairs: Iterable,
                         source)
   out = np.zeros(len(pairs), np.bool_)
   if keep:
-    xs, x_off, ys, y_off = _pack(grammar, pairs, keep)
-    everything = np.ones(grammar.num_rules, np.bool_)
-    none = np.full(len(keep), -1, np.int64)
-    out[keep] = qcfg_kernel.derivable_masked(
-        xs, x_off, ys, y_off, *_grammar_args(grammar), everything, none, none)
+    out[keep] = derivable_masked(grammar, [pairs[i] for i in keep],
+                                 np.ones(grammar.num_rules, np.bool_))
   return out
 
+
+def derivable_masked(grammar: EncodedGrammar, pairs, enabled: np.ndarray,
+                     include=None, exclude=None) -> np.ndarray:
+  """Derivability of token-list pairs with the rules in `enabled`, plus rule
+  include[b] and minus rule exclude[b] for pair b (-1: none); no length
+  checks. Large batches run on all cores."""
+  size = len(pairs)
+  if not size:
+    return np.zeros(0, np.bool_)
+  none = np.full(size, -1, np.int64)
+  include = none if include is None else np.asarray(include, np.int64)
+  exclude = none if exclude is None else np.asarray(exclude, np.int64)
+  kernel = (qcfg_kernel.derivable_masked if size >= 64
+            else qcfg_kernel.derivable_masked_serial)
+  return kernel(*_pack(grammar, pairs, range(size)), *_grammar_args(grammar),
+                enabled, include, exclude)
 
 def build_forests(grammar: EncodedGrammar, pairs: Iterable,
                   max_source_len: int = DEFAULT_MAX_SOURCE_LEN,

@@ -9,8 +9,7 @@ and shorter target), so the recursion terminates.
 """
 
 import functools
-import itertools
-from typing import List, Sequence, Set, Tuple
+from typing import Sequence, Set, Tuple
 
 from csl_jax.qcfg.rules import Rule, nt_index
 

@@ -8,9 +8,7 @@ change redoes only what depends on it.
 
 import argparse
 import hashlib
-import json
 import os
-import time
 from typing import Callable, Dict, List, Optional
 
 from absl import logging

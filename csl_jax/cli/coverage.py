@@ -2,7 +2,6 @@
 
 import argparse
 import os
-from typing import Optional
 
 import gin
 import numpy as np

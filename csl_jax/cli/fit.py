@@ -6,6 +6,7 @@ DIR/summary.json with log p(x, y) and log p(y | x) on train (and --eval).
 """
 
 import argparse
+import dataclasses
 import os
 import shutil
 from typing import Optional
@@ -125,8 +126,7 @@ def fit(out_dir: str, grammar: str, train_data: str,
     atomic_write_json(os.path.join(out_dir, "model.json"), {
         "num_states": config.num_states, "max_nts": data.grammar.max_nts,
         "num_rules": len(rules), "output_cfg": bool(output_cfg),
-        "fit_config": {k: getattr(config, k)
-                       for k in config.__dataclass_fields__}})
+        "fit_config": dataclasses.asdict(config)})
     figures = train.average_log_likelihoods(params, rules, data, pairs,
                                             config.max_unary)
     summary.update(

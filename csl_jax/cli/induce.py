@@ -1,6 +1,7 @@
 """`csl-jax induce`: a QCFG from training pairs (CSL grammar induction)."""
 
 import argparse
+import dataclasses
 import os
 import resource
 from typing import List, Optional, Sequence
@@ -108,8 +109,7 @@ def induce(out_dir: str, train: str, seed_rules: Optional[str] = None,
         train_coverage=float(derived.mean()) if len(pairs) else 0.0,
         peak_memory_mb=round(resource.getrusage(
             resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-        config=dict(vars(config)) if not hasattr(config, "__dataclass_fields__")
-        else {k: getattr(config, k) for k in config.__dataclass_fields__})
+        config=dataclasses.asdict(config))
   return dict(summary)
 
 

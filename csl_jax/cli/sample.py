@@ -1,6 +1,7 @@
 """`csl-jax sample`: synthetic pairs from a fitted CSL model."""
 
 import argparse
+import dataclasses
 import os
 from typing import Optional
 
@@ -25,8 +26,7 @@ def sample(out_dir: str, model: str, num: int = 100_000,
     tsv.write_tsv(os.path.join(out_dir, "samples.tsv"), result.pairs)
     summary.update(model=os.fspath(model), num_requested=num,
                    num_examples=len(result.pairs),
-                   config={k: getattr(config, k)
-                           for k in config.__dataclass_fields__},
+                   config=dataclasses.asdict(config),
                    **{k: v for k, v in result.stats.items()
                       if k != "seconds"},
                    sample_seconds=round(result.stats["seconds"], 3))
@@ -51,7 +51,6 @@ def main(args: argparse.Namespace) -> int:
                if getattr(args, k) is not None}
   config = sampler.SampleConfig()
   if overrides:
-    import dataclasses  # pylint: disable=g-import-not-at-top
     config = dataclasses.replace(config, **overrides)
   kwargs = {"num": args.num} if args.num else {}
   sample(args.out, args.model, config=config, **kwargs)

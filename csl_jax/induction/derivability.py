@@ -10,7 +10,7 @@ from typing import List, Sequence, Tuple
 
 import numpy as np
 
-from csl_jax.cky import qcfg_kernel
+from csl_jax.cky import forest
 from csl_jax.cky.grammar_arrays import encode_grammar
 from csl_jax.qcfg.rules import Rule, nt_index
 
@@ -45,26 +45,9 @@ class RuleChecker:
                 ) -> np.ndarray:
     """pairs[b] derivable with the enabled rules + include[b] - exclude[b]
     (rule indices; -1 for none)."""
-    size = len(pairs)
-    if not size:
-      return np.zeros(0, np.bool_)
-    g = self.grammar
-    xs = [g.encode_source(x) for x, _ in pairs]
-    ys = [g.encode_target(y) for _, y in pairs]
-    x_off = np.zeros(size + 1, np.int64)
-    x_off[1:] = np.cumsum([len(x) for x in xs])
-    y_off = np.zeros(size + 1, np.int64)
-    y_off[1:] = np.cumsum([len(y) for y in ys])
-    inc = np.asarray(include if len(include) else [-1] * size, np.int64)
-    exc = np.asarray(exclude if len(exclude) else [-1] * size, np.int64)
-    kernel = (qcfg_kernel.derivable_masked if size >= 64
-              else qcfg_kernel.derivable_masked_serial)
-    return kernel(
-        np.concatenate(xs).astype(np.int32), x_off,
-        np.concatenate(ys).astype(np.int32), y_off, g.src_sym, g.src_len,
-        g.tgt_sym, g.tgt_len, g.tgt_first, g.num_nts, g.max_nts,
-        len(g.source_vocab), len(g.target_vocab), g.anchor_off,
-        g.anchor_rules, g.free_rules, self.enabled, inc, exc)
+    return forest.derivable_masked(
+        self.grammar, pairs, self.enabled,
+        include if len(include) else None, exclude if len(exclude) else None)
 
   def rules_derivable(self, targets: Sequence[Rule],
                       include: Sequence[int] = (),

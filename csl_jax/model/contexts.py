@@ -6,7 +6,6 @@ Context 0 is the root; (parent rule r, NT index i) has id
 
 import numpy as np
 
-from csl_jax.qcfg.rules import Rule
 
 ROOT = 0
 

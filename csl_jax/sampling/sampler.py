@@ -13,7 +13,7 @@ sampling always ends.
 import dataclasses
 import math
 import time
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Dict, List, Set, Tuple
 
 import gin
 import numpy as np

@@ -5,7 +5,7 @@ key/value cache); causal masking makes the not-yet-written tail harmless.
 """
 
 import functools
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Tuple
 
 import jax
 import jax.numpy as jnp
