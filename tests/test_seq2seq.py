@@ -217,6 +217,49 @@ def test_strip_eos():
                                                         [4, 4, 4, 4]]
 
 
+def test_trim_batch_by_hand():
+  from csl_jax.seq2seq import input_pipeline  # pylint: disable=g-import-not-at-top
+  batch = {"encoder_input_tokens": np.array([[3, 4, 1, 0, 0, 0, 0, 0, 0, 0],
+                                             [3, 1, 0, 0, 0, 0, 0, 0, 0, 0]]),
+           "decoder_target_tokens": np.array([[5] * 9 + [1] + [0] * 10,
+                                              [1] + [0] * 19])}
+  batch["decoder_input_tokens"] = batch["decoder_target_tokens"] * 2
+  batch["decoder_loss_weights"] = batch["decoder_target_tokens"] > 0
+  out = input_pipeline.trim_batch(batch, 8)
+  assert out["encoder_input_tokens"].shape == (2, 8)
+  assert all(out[k].shape == (2, 16) for k in out if k.startswith("decoder"))
+  np.testing.assert_array_equal(out["decoder_target_tokens"],
+                                batch["decoder_target_tokens"][:, :16])
+  # Never wider than the batch, never narrower than one multiple.
+  assert input_pipeline.trim_batch(batch, 32)["decoder_target_tokens"].shape \
+      == (2, 20)
+  batch["encoder_input_tokens"][:] = 0
+  assert input_pipeline.trim_batch(batch, 8)["encoder_input_tokens"].shape \
+      == (2, 8)
+
+
+def test_length_buckets_keep_every_example(tmp_path):
+  from csl_jax.seq2seq import input_pipeline  # pylint: disable=g-import-not-at-top
+  rows = [(f"x{i}", "y" * (1 + i % 30)) for i in range(120)]
+  (tmp_path / "train.tsv").write_text(
+      "".join(f"{i}\t{o}\n" for i, o in rows), encoding="utf-8")
+  registry.register_dataset("t_len", tmp_path,
+                            vocabulary=seqio.ByteVocabulary())
+  try:
+    ds = input_pipeline.get_dataset("t_len", "train",
+                                    input_pipeline.lengths(8, 40), 16,
+                                    bucket_width=8)
+    seen = []
+    for batch in input_pipeline.numpy_batches(ds):
+      lengths = (batch["decoder_target_tokens"] > 0).sum(axis=1)
+      # Target length with EOS is 2..31: one 8-wide bucket per batch.
+      assert len({(n - 1) // 8 for n in lengths}) == 1
+      seen += lengths.tolist()
+    assert sorted(seen) == sorted(len(o) + 1 for _, o in rows)
+  finally:
+    registry.unregister_dataset("t_len")
+
+
 # ---- training, checkpoints, CLI --------------------------------------------
 
 def _reverse_pairs(n, seed):

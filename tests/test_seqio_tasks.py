@@ -231,6 +231,26 @@ def test_trained_sentencepiece_round_trips_through_a_task(tmp_path):
   assert got == set(pairs)
 
 
+def test_cli_vocab_word_model_gives_one_piece_per_word(tmp_path):
+  import json  # pylint: disable=g-import-not-at-top
+  from csl_jax.cli import main as cli  # pylint: disable=g-import-not-at-top
+  pairs = _scan_like()
+  train = str(_write(tmp_path / "train.tsv", pairs))
+  prefix = str(tmp_path / "v" / "words")
+  assert cli.main(["vocab", "--tsv", train, "--out", prefix,
+                   "--model_type", "word", "--vocab_size", "64"]) == 0
+  words = {w for x, y in pairs for w in (x + " " + y).split()}
+  record = json.loads((tmp_path / "v" / "words.json").read_text())
+  assert record["vocab_size"] == len(words) + 3  # pad, eos, unk
+  sp = vocab.get_vocabulary("sentencepiece", prefix + ".model")
+  for x, y in pairs:
+    for text in (x, y):
+      assert len(sp.encode(text)) == len(text.split())
+      assert sp.decode(sp.encode(text)) == text
+  assert cli.main(["vocab", "--tsv", str(tmp_path / "missing.tsv"),
+                   "--out", prefix]) == 2
+
+
 def test_exact_match_and_strip_text():
   assert metrics.strip_text(b" I_JUMP  I_WALK\n") == "I_JUMP I_WALK"
   assert metrics.strip_text("a\tb", example={}, is_target=True) == "a b"

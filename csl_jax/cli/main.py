@@ -19,6 +19,7 @@ from csl_jax.cli import induce
 from csl_jax.cli import parse
 from csl_jax.cli import sample
 from csl_jax.cli import train_seq2seq
+from csl_jax.cli import vocab
 from csl_jax.cli import prepare
 from csl_jax.cli import stage
 from csl_jax.errors import InputError
@@ -39,6 +40,7 @@ SUBCOMMANDS = {
     "augment": augment,
     "train": train_seq2seq,
     "decode": train_seq2seq,
+    "vocab": vocab,
 }
 
 

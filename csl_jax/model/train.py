@@ -26,6 +26,7 @@ from csl_jax.errors import InputError
 from csl_jax.files import atomic_write_bytes
 from csl_jax.model import contexts
 from csl_jax.model import inside
+from csl_jax.model import rule_shapes
 from csl_jax.model.forest_arrays import PaddedForests, pad_forests
 from csl_jax.model.source_forests import source_forest_batch
 from csl_jax.qcfg.rules import Rule
@@ -50,17 +51,37 @@ class FitConfig:
   # basin decided within ~50 steps in which p(y | x) stays ambiguous).
   num_restarts: int = 8
   restart_steps: int = 50
+  # p(r | s) = p(shape(r) | s) p(r | shape(r)): rules of one shape (e.g.
+  # all `t ### T` words) share their context preferences (rule_shapes.py).
+  tie_rule_shapes: bool = False
 
 
 def init_params(num_rules: int, num_contexts: int, num_states: int,
-                scale: float, seed: int) -> Dict[str, jnp.ndarray]:
+                scale: float, seed: int, num_shapes: Optional[int] = None
+                ) -> Dict[str, jnp.ndarray]:
+  """theta_{s, r} ("rule") and theta_{r_p, i, s} ("context"); with
+  `num_shapes`, "rule" is theta_{s, shape} and "lexical" the within-shape
+  logits."""
   rng = np.random.default_rng(seed)
-  return {
+  params = {
       "rule": jnp.asarray(scale * rng.standard_normal(
-          (num_states, num_rules)), jnp.float32),
+          (num_states, num_shapes or num_rules)), jnp.float32),
       "context": jnp.asarray(scale * rng.standard_normal(
           (num_contexts, num_states)), jnp.float32),
   }
+  if num_shapes:
+    params["lexical"] = jnp.asarray(
+        scale * rng.standard_normal(num_rules), jnp.float32)
+  return params
+
+
+def untied(params, rule_class) -> Dict[str, jnp.ndarray]:
+  """The model as per-rule logits {"rule": [S, R], "context"}."""
+  if "lexical" not in params:
+    return params
+  return {"rule": rule_shapes.tied_rule_logits(
+      params["rule"], params["lexical"], rule_class),
+          "context": params["context"]}
 
 
 class Dataset:
@@ -90,8 +111,8 @@ class Dataset:
                        for p in self.batches]
 
 
-def _loss(params, forests, rule_mask):
-  ll = inside.log_likelihood(params, forests, rule_mask)
+def _loss(params, forests, rule_mask, rule_class):
+  ll = inside.log_likelihood(untied(params, rule_class), forests, rule_mask)
   w = forests.weights
   return -(w * ll).sum() / jnp.maximum(w.sum(), 1.0)
 
@@ -103,38 +124,45 @@ def _as_jax(p: PaddedForests):
 def fit(rules: Sequence[Rule], pairs, config: FitConfig, max_nts: int = 4,
         checkpoint: Optional[str] = None,
         on_step: Optional[Callable[[int, float], None]] = None):
-  """Returns (params, history of (step, loss), dataset)."""
+  """Returns (params, history of (step, loss), dataset); params are
+  per-rule logits {"rule": [S, R], "context": [C, S]} (see `untied`)."""
   data = Dataset(rules, pairs, max_nts, config.batch_size)
   if not len(data.usable):
     raise InputError("the grammar derives none of the training pairs "
                      "(was it induced from this data?)")
   optimizer = optax.adam(config.learning_rate)
+  rule_class, num_shapes = None, None
+  if config.tie_rule_shapes:
+    classes, shapes = rule_shapes.shape_classes(rules)
+    rule_class, num_shapes = jnp.asarray(classes), len(shapes)
   params = init_params(len(rules), contexts.num_contexts(rules),
-                       config.num_states, config.init_scale, config.seed)
+                       config.num_states, config.init_scale, config.seed,
+                       num_shapes)
   opt_state = optimizer.init(params)
   step = 0
   history: List[Tuple[int, float]] = []
   if checkpoint and os.path.exists(checkpoint):
     with open(checkpoint, "rb") as f:
       state = flax.serialization.msgpack_restore(f.read())
-    if (state["rule"].shape == params["rule"].shape and
-        state["context"].shape == params["context"].shape):
-      params = {"rule": jnp.asarray(state["rule"]),
-                "context": jnp.asarray(state["context"])}
+    saved = state.get("params") or {}
+    if (set(saved) == set(params) and
+        all(saved[k].shape == v.shape for k, v in params.items())):
+      params = {k: jnp.asarray(saved[k]) for k in params}
       opt_state = flax.serialization.from_state_dict(opt_state,
                                                      state["opt_state"])
       step = int(state["step"])
       history = [tuple(h) for h in np.asarray(state["history"]).tolist()]
       logging.info("resumed from %s at step %d", checkpoint, step)
     else:
-      logging.warning("ignoring %s: other grammar or |S|", checkpoint)
+      logging.warning("ignoring %s: other grammar, |S| or tying",
+                      checkpoint)
 
   use_mask = config.batch_rule_normalizer
 
   @jax.jit
   def train_step(params, opt_state, forests, rule_mask):
     loss, grads = jax.value_and_grad(_loss)(
-        params, forests, rule_mask if use_mask else None)
+        params, forests, rule_mask if use_mask else None, rule_class)
     updates, opt_state = optimizer.update(grads, opt_state, params)
     return optax.apply_updates(params, updates), opt_state, loss
 
@@ -145,14 +173,14 @@ def fit(rules: Sequence[Rule], pairs, config: FitConfig, max_nts: int = 4,
   def save(step):
     if checkpoint:
       atomic_write_bytes(checkpoint, flax.serialization.msgpack_serialize({
-          "rule": np.asarray(params["rule"]),
-          "context": np.asarray(params["context"]),
+          "params": {k: np.asarray(v) for k, v in params.items()},
           "opt_state": flax.serialization.to_state_dict(opt_state),
           "step": step, "history": np.asarray(history, np.float64)}))
 
   if step == 0 and config.num_restarts > 1:
     params, opt_state, step = _restarts(rules, config, optimizer, batches,
-                                        masks, use_mask, history, on_step)
+                                        masks, use_mask, history, on_step,
+                                        rule_class, num_shapes)
   while step < config.num_steps:
     k = step % len(batches)
     params, opt_state, loss = train_step(params, opt_state, batches[k],
@@ -177,23 +205,23 @@ def fit(rules: Sequence[Rule], pairs, config: FitConfig, max_nts: int = 4,
     if step % config.checkpoint_every == 0:
       save(step)
   save(step)
-  return params, history, data
+  return untied(params, rule_class), history, data
 
 
 def _restarts(rules, config, optimizer, batches, masks, use_mask, history,
-              on_step):
+              on_step, rule_class, num_shapes):
   """Trains `num_restarts` initializations side by side (vmap) for
   `restart_steps` steps; returns the best one's (params, opt_state, step)."""
   inits = [init_params(len(rules), contexts.num_contexts(rules),
                        config.num_states, config.init_scale,
-                       config.seed * 1000 + r)
+                       config.seed * 1000 + r, num_shapes)
            for r in range(config.num_restarts)]
   params = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *inits)
   opt_state = optimizer.init(params)
 
   def losses(params, forests, rule_mask):
-    return jax.vmap(_loss, in_axes=(0, None, None))(
-        params, forests, rule_mask if use_mask else None)
+    return jax.vmap(_loss, in_axes=(0, None, None, None))(
+        params, forests, rule_mask if use_mask else None, rule_class)
 
   @jax.jit
   def step_all(params, opt_state, forests, rule_mask):

@@ -15,16 +15,46 @@ def lengths(max_input_len: int, max_target_len: int) -> Dict[str, int]:
   return {"inputs": max_input_len, "targets": max_target_len}
 
 
+def _target_length(ex):
+  return tf.reduce_sum(tf.cast(ex["decoder_target_tokens"] > 0, tf.int32))
+
+
 def get_dataset(task: str, split: str, feature_lengths: Mapping[str, int],
                 batch_size: int, shuffle: bool = False, seed: int = 0,
-                num_epochs=1) -> tf.data.Dataset:
-  """Batched EncDec features; training drops the last partial batch."""
+                num_epochs=1, bucket_width: int = 0) -> tf.data.Dataset:
+  """Batched EncDec features; training drops the last partial batch.
+
+  With `bucket_width` > 0, batches hold examples whose target lengths fall
+  in the same `bucket_width`-wide bucket (with `trim_batch`, short batches
+  then cost little); otherwise batches are drawn in data order.
+  """
   ds = seqio.get_dataset(
       task, task_feature_lengths=dict(feature_lengths),
       feature_converter=seqio.EncDecFeatureConverter(pack=False),
       dataset_split=split, shuffle=shuffle, num_epochs=num_epochs,
       seed=seed, use_cached=False, verbose=False)
-  return ds.batch(batch_size, drop_remainder=num_epochs is None)
+  drop = num_epochs is None
+  if bucket_width <= 0:
+    return ds.batch(batch_size, drop_remainder=drop)
+  bounds = list(range(bucket_width + 1, feature_lengths["targets"] + 1,
+                      bucket_width))
+  return ds.bucket_by_sequence_length(
+      _target_length, bounds, [batch_size] * (len(bounds) + 1),
+      drop_remainder=drop)
+
+
+def trim_batch(batch: Batch, multiple: int) -> Batch:
+  """Drops the all-padding tail columns, keeping widths multiples of
+  `multiple` so that only a few shapes are ever compiled."""
+  def width(tokens, limit):
+    used = int(np.max(np.nonzero(tokens.any(axis=0))[0], initial=-1)) + 1
+    return min(limit, max(multiple, -(-used // multiple) * multiple))
+
+  enc = batch["encoder_input_tokens"]
+  dec = batch["decoder_target_tokens"]
+  n_enc, n_dec = width(enc, enc.shape[1]), width(dec, dec.shape[1])
+  return {k: v[:, :n_enc] if k.startswith("encoder") else v[:, :n_dec]
+          for k, v in batch.items()}
 
 
 def pad_batch(batch: Batch, multiple: int) -> Batch:

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# From-scratch seq2seq on a SCAN split: the original task alone versus the
+# CSL mixture (1:1 original:synthetic), same model, steps and seed (issue 6).
+#
+# Usage: scripts/reproduce_scan_seq2seq.sh [SPLIT [STEPS [OUT [SEED]]]]
+#   SPLIT: addprim_jump (default), addprim_turn_left, length, simple
+#
+# Writes OUT/augment (the CSL run: grammar, model, 100k samples),
+# OUT/spm.model (word-level vocabulary of train + samples),
+# OUT/{original,mixture}/ (trained models) and their test/summary.json with
+# exact match, and OUT/results.json. Needs no download: SCAN is generated.
+set -euo pipefail
+SPLIT=${1:-addprim_jump}
+STEPS=${2:-6000}
+OUT=${3:-runs/seq2seq_scan_${SPLIT}}
+SEED=${4:-0}
+GIN=gin/seq2seq/scan.gin
+TASK=scan_${SPLIT}
+
+csl-jax augment --out "$OUT/augment" --gin_file=gin/csl/scan_augment.gin \
+  --gin.augment.split="'$SPLIT'"
+DATA=$OUT/augment/data
+SAMPLES=$OUT/augment/samples/samples.tsv
+
+python3 -c "import sys, tasks; tasks.train_sentencepiece(sys.argv[1:3], \
+sys.argv[3], 64, model_type='word')" "$DATA/train.tsv" "$SAMPLES" "$OUT/spm"
+export CSL_JAX_VOCAB=sentencepiece CSL_JAX_SPM=$OUT/spm.model
+
+csl-jax train --task "$TASK" --data_dir "$DATA" --out "$OUT/original" \
+  --steps "$STEPS" --seed "$SEED" --gin_file=$GIN
+csl-jax decode --model "$OUT/original" --task "$TASK" --split test \
+  --out "$OUT/original/test"
+csl-jax train --task "${TASK}_csl_mixture" --data_dir "$DATA" \
+  --synthetic "$SAMPLES" --out "$OUT/mixture" --steps "$STEPS" \
+  --seed "$SEED" --gin_file=$GIN
+csl-jax decode --model "$OUT/mixture" --task "$TASK" --split test \
+  --out "$OUT/mixture/test"
+
+python3 - "$OUT" <<'PY'
+import json, os, sys
+out = sys.argv[1]
+results = {}
+for run in ("original", "mixture"):
+  train = json.load(open(os.path.join(out, run, "summary.json")))
+  test = json.load(open(os.path.join(out, run, "test", "summary.json")))
+  results[run] = {
+      "exact_match": test["exact_match"], "num_examples": test["num_examples"],
+      "train_seconds": train["seconds"], "decode_seconds": test["seconds"],
+      "examples_per_second": train["examples_per_second"],
+      "steps": train["steps"]}
+  print(f"{run:9s} exact match {test['exact_match']:.2f} on "
+        f"{test['num_examples']} test examples; train {train['seconds']:.0f} s "
+        f"({train['examples_per_second']:.0f} examples/s), decode "
+        f"{test['seconds']:.0f} s")
+json.dump(results, open(os.path.join(out, "results.json"), "w"), indent=1)
+PY
