@@ -2,8 +2,10 @@
 # From-scratch seq2seq on a SCAN split: the original task alone versus the
 # CSL mixture (1:1 original:synthetic), same model, steps and seed (issue 6).
 #
-# Usage: scripts/reproduce_scan_seq2seq.sh [SPLIT [STEPS [OUT [SEED]]]]
+# Usage: scripts/reproduce_scan_seq2seq.sh [SPLIT [STEPS [OUT [SEED]]]] \
+#            [--gin.seq2seq.X=V ...]
 #   SPLIT: addprim_jump (default), addprim_turn_left, length, simple
+#   Further flags go to both `csl-jax train` runs.
 #
 # Writes OUT/augment (the CSL run: grammar, model, 100k samples),
 # OUT/spm.model (word-level vocabulary of train + samples),
@@ -11,9 +13,10 @@
 # exact match, and OUT/results.json. Needs no download: SCAN is generated.
 set -euo pipefail
 SPLIT=${1:-addprim_jump}
-STEPS=${2:-6000}
+STEPS=${2:-10000}
 OUT=${3:-runs/seq2seq_scan_${SPLIT}}
 SEED=${4:-0}
+shift $(( $# < 4 ? $# : 4 ))
 GIN=gin/seq2seq/scan.gin
 TASK=scan_${SPLIT}
 
@@ -22,19 +25,19 @@ csl-jax augment --out "$OUT/augment" --gin_file=gin/csl/scan_augment.gin \
 DATA=$OUT/augment/data
 SAMPLES=$OUT/augment/samples/samples.tsv
 
-python3 -c "import sys, tasks; tasks.train_sentencepiece(sys.argv[1:3], \
-sys.argv[3], 64, model_type='word')" "$DATA/train.tsv" "$SAMPLES" "$OUT/spm"
+csl-jax vocab --tsv "$DATA/train.tsv" --tsv "$SAMPLES" --out "$OUT/spm" \
+  --model_type word --vocab_size 64
 export CSL_JAX_VOCAB=sentencepiece CSL_JAX_SPM=$OUT/spm.model
 
-csl-jax train --task "$TASK" --data_dir "$DATA" --out "$OUT/original" \
-  --steps "$STEPS" --seed "$SEED" --gin_file=$GIN
-csl-jax decode --model "$OUT/original" --task "$TASK" --split test \
-  --out "$OUT/original/test"
 csl-jax train --task "${TASK}_csl_mixture" --data_dir "$DATA" \
   --synthetic "$SAMPLES" --out "$OUT/mixture" --steps "$STEPS" \
-  --seed "$SEED" --gin_file=$GIN
+  --seed "$SEED" --gin_file=$GIN "$@"
 csl-jax decode --model "$OUT/mixture" --task "$TASK" --split test \
   --out "$OUT/mixture/test"
+csl-jax train --task "$TASK" --data_dir "$DATA" --out "$OUT/original" \
+  --steps "$STEPS" --seed "$SEED" --gin_file=$GIN "$@"
+csl-jax decode --model "$OUT/original" --task "$TASK" --split test \
+  --out "$OUT/original/test"
 
 python3 - "$OUT" <<'PY'
 import json, os, sys

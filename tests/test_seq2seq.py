@@ -4,6 +4,7 @@ Every kernel has a numpy twin here: T5 relative position buckets, the full
 forward pass, greedy decoding and beam search. No network, CPU is enough.
 """
 
+import dataclasses
 import itertools
 import json
 import math
@@ -102,14 +103,31 @@ def _stack(p, cfg, x, mask, bidirectional, memory=None, memory_mask=None):
   return _rms(x, p["final_norm"]["scale"])
 
 
+def positions_twin(length, d):
+  """Sinusoidal position embeddings, one number at a time."""
+  pe = np.zeros((length, d))
+  for pos in range(length):
+    for i in range(d // 2):
+      angle = pos / 10000 ** (2 * i / d)
+      pe[pos, i], pe[pos, d // 2 + i] = math.sin(angle), math.cos(angle)
+  return pe
+
+
 def forward_twin(params, cfg, inputs, decoder_inputs):
   p = jax.tree_util.tree_map(lambda a: np.asarray(a, np.float64), params)
   emb = p["embed"]["embedding"]
+
+  def embed(tokens):
+    x = emb[tokens]
+    if cfg.absolute_positions:
+      x = x + positions_twin(tokens.shape[1], cfg.d_model)[None]
+    return x
+
   in_mask = (inputs > 0)[:, None, None, :]
-  encoded = _stack(p["encoder"], cfg, emb[inputs], in_mask, True)
+  encoded = _stack(p["encoder"], cfg, embed(inputs), in_mask, True)
   length = decoder_inputs.shape[1]
   causal = np.tril(np.ones((length, length), bool))[None, None]
-  x = _stack(p["decoder"], cfg, emb[decoder_inputs], causal, False,
+  x = _stack(p["decoder"], cfg, embed(decoder_inputs), causal, False,
              encoded, in_mask)
   return x @ emb.T / math.sqrt(cfg.d_model)
 
@@ -183,6 +201,20 @@ def test_forward_matches_twin(twin_model):
   np.testing.assert_allclose(np.asarray(got),
                              forward_twin(params, TWIN, inputs, dec),
                              rtol=1e-4, atol=1e-4)
+
+
+def test_absolute_positions_match_twin(twin_model):
+  _, params, inputs = twin_model
+  cfg = dataclasses.replace(TWIN, absolute_positions=True)
+  model = models.Transformer(cfg)
+  outputs = np.random.RandomState(1).randint(0, cfg.vocab_size,
+                                             (4, cfg.max_target_len))
+  got = model.apply({"params": params}, jnp.asarray(inputs),
+                    jnp.asarray(outputs))
+  want = forward_twin(params, cfg, inputs, outputs)
+  np.testing.assert_allclose(np.asarray(got), want, rtol=1e-4, atol=1e-4)
+  plain = forward_twin(params, TWIN, inputs, outputs)
+  assert np.abs(want - plain).max() > 1e-2  # The positions matter.
 
 
 def test_greedy_matches_twin(twin_model):
@@ -355,6 +387,11 @@ def test_cli_train_and_decode(reverse_task, tmp_path, monkeypatch):
     assert os.listdir(os.path.join(model_dir, "tensorboard"))
     assert cli.main(["decode", "--model", model_dir, "--task", "t_cli",
                      "--split", "test", "--out", dec_dir]) == 0
+    # Resuming into the directory with other sizes is refused, cleanly.
+    assert cli.main(["train", "--task", "t_cli", "--data_dir", data_dir,
+                     "--out", model_dir, "--steps", "30",
+                     f"--gin_file={gin_file}",
+                     "--gin.seq2seq.Seq2SeqConfig.d_ff=64"]) == 2
   finally:
     registry.unregister_dataset("t_cli")
     import gin  # pylint: disable=g-import-not-at-top
@@ -370,3 +407,28 @@ def test_cli_unknown_task(tmp_path, monkeypatch):
   monkeypatch.setitem(cli.SUBCOMMANDS, "train", train_seq2seq)
   assert cli.main(["train", "--task", "no_such_task", "--out",
                    str(tmp_path)]) == 2
+
+
+@pytest.mark.parametrize("size,d_model,layers", [("tiny", 64, 2),
+                                                 ("small", 512, 6),
+                                                 ("base", 768, 12)])
+def test_size_gin_files(size, d_model, layers):
+  import gin  # pylint: disable=g-import-not-at-top
+  gin.clear_config()
+  try:
+    gin.parse_config_file(os.path.join(_REPO_ROOT, "gin", "seq2seq",
+                                       f"{size}.gin"))
+    config = models.Seq2SeqConfig(vocab_size=100)
+  finally:
+    gin.clear_config()
+  assert (config.d_model, config.num_layers) == (d_model, layers)
+  assert config.d_model % config.num_heads == 0
+  # Shapes only: a base model is not allocated here.
+  shapes = jax.eval_shape(
+      lambda: models.init_params(config, jax.random.PRNGKey(0), 1, 4, 4)[1])
+  count = sum(math.prod(x.shape) for x in jax.tree_util.tree_leaves(shapes))
+  # Per layer: attention 4 d^2 (decoder: 8 d^2) and a 2 d d_ff MLP.
+  d, f = config.d_model, config.d_ff
+  per_layers = layers * (4 * d * d + 2 * d * f) + layers * (
+      8 * d * d + 2 * d * f)
+  assert per_layers <= count <= per_layers * 1.1 + 3 * 100 * d

@@ -76,8 +76,11 @@ def _train(args) -> int:
   extra = {"data_dir": args.data_dir and os.path.abspath(args.data_dir),
            "synthetic": args.synthetic and os.path.abspath(args.synthetic)}
   with stage.stage(args.out, stage.command_line()) as summary:
-    summary.update(train.train(args.out, args.task, config=config,
-                               extra_config=extra))
+    try:
+      summary.update(train.train(args.out, args.task, config=config,
+                                 extra_config=extra))
+    except ValueError as e:  # A configuration the run cannot take.
+      raise InputError(str(e)) from None
   return 0
 
 

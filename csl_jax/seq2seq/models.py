@@ -14,6 +14,7 @@ import flax.linen as nn
 import gin
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 NEG_INF = -1e9
 
@@ -32,6 +33,10 @@ class Seq2SeqConfig:
   max_distance: int = 128
   max_input_len: int = 64
   max_target_len: int = 64
+  # Sinusoidal absolute positions added to the embeddings (Vaswani et al.,
+  # 2017) on top of the relative bias. T5 has none; they help where the
+  # output length must be counted out (SCAN's `around ... thrice`).
+  absolute_positions: bool = False
 
   @property
   def head_dim(self) -> int:
@@ -132,6 +137,16 @@ class Layer(nn.Module):
                     deterministic=deterministic)
 
 
+def sinusoids(length: int, d_model: int) -> np.ndarray:
+  """[length, d_model]: sin of position / 10000^(2i/d), then the cos."""
+  half = d_model // 2
+  angle = (np.arange(length)[:, None]
+           / 10000.0 ** (np.arange(half)[None, :] * 2.0 / d_model))
+  out = np.zeros((length, d_model), np.float32)
+  out[:, :half], out[:, half:2 * half] = np.sin(angle), np.cos(angle)
+  return out
+
+
 class Stack(nn.Module):
   """Encoder (cross=False) or decoder (cross=True) layers + final norm."""
   config: Seq2SeqConfig
@@ -143,8 +158,11 @@ class Stack(nn.Module):
                deterministic=True):
     cfg = self.config
     drop = nn.Dropout(cfg.dropout)
-    x = drop(self.embed(tokens), deterministic=deterministic)
     length = tokens.shape[1]
+    x = self.embed(tokens)
+    if cfg.absolute_positions:
+      x = x + sinusoids(length, cfg.d_model)[None]
+    x = drop(x, deterministic=deterministic)
     bias = RelativePositionBias(cfg, not self.cross, name="relpos")(
         length, length)
     for i in range(cfg.num_layers):

@@ -206,6 +206,12 @@ def train(out_dir: str, task: str,
     model_config = dataclasses.replace(model_config,
                                        vocab_size=vocab.vocab_size)
   os.makedirs(out_dir, exist_ok=True)
+  if os.path.exists(os.path.join(out_dir, CONFIG_FILE)):
+    saved, _ = load_config(out_dir)
+    if saved != model_config:
+      raise ValueError(f"{out_dir} holds a model with another configuration "
+                       f"({saved}); resume with the same one or use a new "
+                       "output directory")
   save_config(out_dir, model_config, task, extra_config)
   n_dev = jax.local_device_count()
   if config.batch_size % n_dev:
