@@ -432,3 +432,32 @@ def test_size_gin_files(size, d_model, layers):
   per_layers = layers * (4 * d * d + 2 * d * f) + layers * (
       8 * d * d + 2 * d * f)
   assert per_layers <= count <= per_layers * 1.1 + 3 * 100 * d
+
+
+def test_data_parallel_over_two_devices(reverse_task, tmp_path):
+  """Two simulated CPU devices (a fresh process: XLA reads the flag once)."""
+  import subprocess  # pylint: disable=g-import-not-at-top
+  out = str(tmp_path / "dp")
+  script = f"""
+import seqio
+from tasks import registry
+from csl_jax.seq2seq import models, train
+registry.register_dataset("t_dp", {str(reverse_task[1])!r},
+                          vocabulary=seqio.ByteVocabulary())
+config = models.Seq2SeqConfig(d_model=32, num_heads=2, d_ff=64,
+                              num_layers=1, dropout=0.0, max_input_len=8,
+                              max_target_len=8)
+metrics = train.train({out!r}, "t_dp", config,
+                      train.TrainConfig(batch_size=8, num_steps=30,
+                                        learning_rate=3e-3, warmup_steps=5,
+                                        checkpoint_every=30),
+                      progress=False)
+print("RESULT", metrics["num_devices"], metrics["steps"],
+      metrics["mean_last_loss"] < metrics["first_loss"])
+"""
+  env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2",
+             JAX_PLATFORMS="cpu")
+  proc = subprocess.run([sys.executable, "-c", script], cwd=_REPO_ROOT,
+                        env=env, capture_output=True, text=True, timeout=600)
+  assert proc.returncode == 0, proc.stderr[-2000:]
+  assert "RESULT 2 30 True" in proc.stdout

@@ -267,6 +267,7 @@ def train(out_dir: str, task: str,
     metrics["examples_per_second"] = (timed_steps * config.batch_size
                                       / timed_seconds)
   metrics["steps"] = int(state.step)
+  metrics["num_devices"] = n_dev
   metrics["wall_seconds"] = time.time() - wall_start
   logging.info("seq2seq train: %s", metrics)
   return metrics
