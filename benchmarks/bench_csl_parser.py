@@ -11,12 +11,8 @@ missing). Reads ../shared/data.
 import argparse
 import json
 import os
-import subprocess
-import sys
-import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DATA = os.path.join(ROOT, "..", "shared", "data")
+from bench_induction import DATA, timed as run  # Same directory.
 
 RUNS = {  # name: (data dir, induction gin, model gin)
     "scan_addprim_jump": ("scan/addprim_jump", "scan", "scan_model"),
@@ -27,14 +23,6 @@ RUNS = {  # name: (data dir, induction gin, model gin)
                           "geoquery_model"),
     "cogs": (None, "cogs", "cogs_model"),
 }
-
-
-def run(cmd):
-  start = time.time()
-  proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
-  if proc.returncode:
-    sys.exit(f"failed: {' '.join(cmd)}\n{proc.stderr[-3000:]}")
-  return time.time() - start
 
 
 def main():

@@ -38,6 +38,17 @@ parse_common_flag() {
   esac
 }
 
+# split_flag "$@": the script-specific flag at the front, as FLAG and
+# VALUE (`--flag VALUE` or `--flag=VALUE`), and USED, how many arguments
+# it took.
+split_flag() {
+  FLAG="${1%%=*}"
+  if [[ "$1" == *=* ]]; then VALUE="${1#*=}"; USED=1
+  elif (( $# >= 2 )); then VALUE="$2"; USED=2
+  else die "$1 needs a value"
+  fi
+}
+
 set_common() {
   case "$1" in
     name) TPU_NAME="$2" ;;

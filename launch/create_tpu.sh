@@ -28,16 +28,16 @@ while (( $# )); do
   parse_common_flag "$@"
   if (( SHIFT )); then shift "$SHIFT"; continue; fi
   case "$1" in
-    --accelerator_type|--version)
-      (( $# >= 2 )) || die "$1 needs a value"
-      if [[ "$1" == --version ]]; then VERSION="$2"; else ACCELERATOR_TYPE="$2"; fi
-      shift 2 ;;
-    --accelerator_type=*) ACCELERATOR_TYPE="${1#*=}"; shift ;;
-    --version=*) VERSION="${1#*=}"; shift ;;
-    --spot) CAPACITY=(--spot); shift ;;
+    --spot) CAPACITY=(--spot); shift; continue ;;
     -h|--help) usage; exit 0 ;;
+  esac
+  split_flag "$@"
+  case "$FLAG" in
+    --accelerator_type) ACCELERATOR_TYPE="$VALUE" ;;
+    --version) VERSION="$VALUE" ;;
     *) usage >&2; die "unknown flag: $1" ;;
   esac
+  shift "$USED"
 done
 
 require_gcloud

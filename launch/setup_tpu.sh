@@ -31,16 +31,14 @@ USAGE
 while (( $# )); do
   parse_common_flag "$@"
   if (( SHIFT )); then shift "$SHIFT"; continue; fi
-  case "$1" in
-    --t5x_ref|--python)
-      (( $# >= 2 )) || die "$1 needs a value"
-      if [[ "$1" == --python ]]; then PYTHON="$2"; else T5X_REF="$2"; fi
-      shift 2 ;;
-    --t5x_ref=*) T5X_REF="${1#*=}"; shift ;;
-    --python=*) PYTHON="${1#*=}"; shift ;;
-    -h|--help) usage; exit 0 ;;
+  if [[ "$1" == -h || "$1" == --help ]]; then usage; exit 0; fi
+  split_flag "$@"
+  case "$FLAG" in
+    --t5x_ref) T5X_REF="$VALUE" ;;
+    --python) PYTHON="$VALUE" ;;
     *) usage >&2; die "unknown flag: $1" ;;
   esac
+  shift "$USED"
 done
 
 require_gcloud

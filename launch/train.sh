@@ -50,27 +50,25 @@ USAGE
 while (( $# )); do
   parse_common_flag "$@"
   if (( SHIFT )); then shift "$SHIFT"; continue; fi
-  flag="${1%%=*}"
-  if [[ "$1" == *=* ]]; then value="${1#*=}"; used=1
-  elif (( $# >= 2 )); then value="$2"; used=2
-  else value=""; used=1
-  fi
-  case "$flag" in
-    --gin_file) GIN_FILES+=("$value") ;;
-    --gin) GIN_BINDINGS+=("$value") ;;
-    --mixture) MIXTURE="$value" ;;
-    --data) DATA="$value" ;;
-    --model_dir) MODEL_DIR="$value" ;;
-    --vocab) VOCAB="$value" ;;
-    --spm) SPM="$value" ;;
-    --module) MODULE="$value" ;;
-    --run) RUN="$value" ;;
-    --foreground) FOREGROUND=1; used=1 ;;
+  case "$1" in
+    --foreground) FOREGROUND=1; shift; continue ;;
     -h|--help) usage; exit 0 ;;
+  esac
+  split_flag "$@"
+  case "$FLAG" in
+    --gin_file) GIN_FILES+=("$VALUE") ;;
+    --gin) GIN_BINDINGS+=("$VALUE") ;;
+    --mixture) MIXTURE="$VALUE" ;;
+    --data) DATA="$VALUE" ;;
+    --model_dir) MODEL_DIR="$VALUE" ;;
+    --vocab) VOCAB="$VALUE" ;;
+    --spm) SPM="$VALUE" ;;
+    --module) MODULE="$VALUE" ;;
+    --run) RUN="$VALUE" ;;
     *) usage >&2; die "unknown flag: $1" ;;
   esac
-  [[ "$flag" == --foreground || -n "$value" ]] || die "$flag needs a value"
-  shift "$used"
+  [[ -n "$VALUE" ]] || die "$FLAG needs a value"
+  shift "$USED"
 done
 
 (( ${#GIN_FILES[@]} )) || GIN_FILES=(gin/t5x/scan.gin)

@@ -5,8 +5,9 @@ from hypothesis import strategies as st
 
 from csl_jax.cky import qcfg_reference as ref
 from csl_jax.induction.derivability import RuleChecker, as_pair, leaf
-from csl_jax.induction.unify import canonical, compose
-from csl_jax.qcfg.rules import Rule, parse_rule, validate_rule
+from csl_jax.induction.unify import compose
+from csl_jax.qcfg.rules import Rule, parse_rule
+from qcfg_strategies import rules_strategy
 
 
 def r(text):
@@ -116,22 +117,7 @@ def test_example_pairs_and_empty_batch():
 
 # --- against the pure-Python CKY twin ----------------------------------------
 
-SRC = ["a", "b"]
-TGT = ["A", "B"]
 LEXICAL = [Rule(("a",), ("A",)), Rule(("b",), ("B",)), Rule(("a",), ("B",))]
-
-
-@st.composite
-def rules_strategy(draw, max_nts=2):
-  num_nts = draw(st.integers(0, max_nts))
-  source = draw(st.lists(st.sampled_from(SRC), max_size=2))
-  for k in range(1, num_nts + 1):
-    source.insert(draw(st.integers(0, len(source))), f"NT_{k}")
-  nts = [f"NT_{k}" for k in range(1, num_nts + 1)]
-  target = nts + draw(st.lists(st.sampled_from(TGT + nts), max_size=2))
-  rule = canonical(source, draw(st.permutations(target)))
-  hypothesis.assume(not validate_rule(rule))
-  return rule
 
 
 @st.composite

@@ -8,28 +8,13 @@ from csl_jax.cky import forest as forest_lib
 from csl_jax.cky import qcfg_reference as ref
 from csl_jax.cky.grammar_arrays import encode_grammar
 from csl_jax.induction.prune import prune, roots_alive, roots_alive_reference
-from csl_jax.induction.unify import canonical
-from csl_jax.qcfg.rules import Rule, parse_rule, validate_rule
+from csl_jax.qcfg.rules import Rule, parse_rule
+from qcfg_strategies import SRC, TGT, expand, rules_strategy
 
 # --- random grammars and sampled examples ------------------------------------
 
-SRC = ["a", "b"]
-TGT = ["A", "B"]
 LEXICAL = [Rule(("a",), ("A",)), Rule(("b",), ("B",)), Rule(("a",), ("B",)),
            Rule(("b",), ("A",))]
-
-
-@st.composite
-def rules_strategy(draw):
-  num_nts = draw(st.integers(0, 2))
-  source = draw(st.lists(st.sampled_from(SRC), max_size=2))
-  for k in range(1, num_nts + 1):
-    source.insert(draw(st.integers(0, len(source))), f"NT_{k}")
-  nts = [f"NT_{k}" for k in range(1, num_nts + 1)]
-  target = nts + draw(st.lists(st.sampled_from(TGT + nts), max_size=2))
-  rule = canonical(source, draw(st.permutations(target)))
-  hypothesis.assume(not validate_rule(rule))
-  return rule
 
 
 @st.composite
@@ -37,15 +22,6 @@ def grammars(draw):
   rules = draw(st.lists(rules_strategy(), min_size=1, max_size=5))
   rules += draw(st.lists(st.sampled_from(LEXICAL), min_size=1, max_size=4))
   return list(dict.fromkeys(rules))
-
-
-def _expand(draw, rules, depth):
-  choices = rules if depth > 0 else [r for r in rules if not r.num_nts]
-  rule = draw(st.sampled_from(choices))
-  children = [_expand(draw, rules, depth - 1) for _ in range(rule.num_nts)]
-  pick = lambda side, tokens: [t for tok in tokens for t in (
-      children[int(tok[3:]) - 1][side] if tok.startswith("NT_") else [tok])]
-  return pick(0, rule.source), pick(1, rule.target)
 
 
 @st.composite
@@ -58,7 +34,7 @@ def grammar_and_pairs(draw):
       x = draw(st.lists(st.sampled_from(SRC), min_size=1, max_size=3))
       y = draw(st.lists(st.sampled_from(TGT), min_size=1, max_size=4))
     else:
-      x, y = _expand(draw, rules, draw(st.integers(0, 2)))
+      x, y = expand(draw, rules, draw(st.integers(0, 2)))
       hypothesis.assume(len(x) <= 6 and len(y) <= 7)
     pairs.append((x, y))
   return rules, pairs

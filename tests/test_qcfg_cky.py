@@ -11,6 +11,7 @@ from csl_jax.cky import qcfg_reference as ref
 from csl_jax.cky.grammar_arrays import encode_grammar
 from csl_jax.errors import InputError
 from csl_jax.qcfg.rules import Rule, parse_rules
+from qcfg_strategies import expand
 
 
 def grammar(text):
@@ -163,16 +164,6 @@ def grammars(draw):
   return list(dict.fromkeys(rules))
 
 
-def _expand(draw, rules, depth):
-  """Samples a derivation; returns its (source, target) token lists."""
-  choices = rules if depth > 0 else [r for r in rules if not r.num_nts]
-  rule = draw(st.sampled_from(choices))
-  children = [_expand(draw, rules, depth - 1) for _ in range(rule.num_nts)]
-  pick = lambda side, tokens: [t for tok in tokens for t in (
-      children[int(tok[3:]) - 1][side] if tok.startswith("NT_") else [tok])]
-  return pick(0, rule.source), pick(1, rule.target)
-
-
 @st.composite
 def grammar_and_pair(draw):
   """A grammar and a pair that is usually derivable from it (sampled from
@@ -182,7 +173,7 @@ def grammar_and_pair(draw):
     x = draw(st.lists(st.sampled_from(SRC_VOCAB), min_size=1, max_size=4))
     y = draw(st.lists(st.sampled_from(TGT_VOCAB), min_size=1, max_size=5))
   else:
-    x, y = _expand(draw, rules, draw(st.integers(0, 3)))
+    x, y = expand(draw, rules, draw(st.integers(0, 3)))
     hypothesis.assume(len(x) <= 7 and len(y) <= 9)
   return rules, x, y
 

@@ -27,7 +27,6 @@ def add_parser(subparsers) -> None:
 
 
 def main(args) -> int:
-  import sentencepiece  # pylint: disable=g-import-not-at-top,unused-import
   import tasks  # pylint: disable=g-import-not-at-top
   for path in args.tsv:
     if not os.path.exists(path):

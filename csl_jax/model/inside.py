@@ -30,7 +30,8 @@ def log_probs(params: Dict[str, jnp.ndarray],
           jax.nn.log_softmax(params["context"], axis=1))
 
 
-def _segment_logsumexp(scores, segments, num_segments):
+def segment_logsumexp(scores, segments, num_segments):
+  """logsumexp of `scores` within each segment (empty ones: about NEG)."""
   top = jax.ops.segment_max(scores, segments, num_segments)
   top = jax.lax.stop_gradient(jnp.where(jnp.isfinite(top), top, NEG))
   total = jax.ops.segment_sum(jnp.exp(scores - top[segments]), segments,
@@ -54,7 +55,7 @@ def log_likelihood(params, forests, rule_mask: Optional[jnp.ndarray] = None
         axis=-1)
     messages = jnp.where(children >= 0, messages, 0.0).sum(axis=-1)
     scores = log_rule[:, rules].T + messages[:, None]
-    fresh = _segment_logsumexp(scores, forests.edge_parent[e0:e0 + e_size],
+    fresh = segment_logsumexp(scores, forests.edge_parent[e0:e0 + e_size],
                                n_size)
     beta = jax.lax.dynamic_update_slice(beta, fresh, (n0, 0))
   return jax.nn.logsumexp(log_state[ROOT][None, :] + beta[forests.roots],

@@ -21,6 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from csl_jax.model import inside
 from csl_jax.qcfg.rules import Rule, nt_index
 
 SOURCE_TERMINAL = "t"
@@ -50,12 +51,9 @@ def tied_rule_logits(shape_logits: jnp.ndarray, lexical_logits: jnp.ndarray,
                      rule_class: jnp.ndarray) -> jnp.ndarray:
   """[S, R] log p(r | s) = log p(shape | s) + log p(r | shape), usable as
   the logits theta_{s, r} of the untied model."""
-  num_classes = shape_logits.shape[1]
-  top = jax.ops.segment_max(lexical_logits, rule_class, num_classes)
-  top = jax.lax.stop_gradient(top)
-  total = jax.ops.segment_sum(jnp.exp(lexical_logits - top[rule_class]),
-                              rule_class, num_classes)
-  log_within = lexical_logits - top[rule_class] - jnp.log(total)[rule_class]
+  totals = inside.segment_logsumexp(lexical_logits, rule_class,
+                                    shape_logits.shape[1])
+  log_within = lexical_logits - totals[rule_class]
   return (jax.nn.log_softmax(shape_logits, axis=1)[:, rule_class]
           + log_within[None, :])
 

@@ -67,6 +67,9 @@ def pad_batch(batch: Batch, multiple: int) -> Batch:
           for k, v in batch.items()}
 
 
-def numpy_batches(ds: tf.data.Dataset) -> Iterator[Batch]:
+def numpy_batches(ds: tf.data.Dataset, trim_multiple: int = 0
+                  ) -> Iterator[Batch]:
+  """The model's features as numpy; with `trim_multiple`, `trim_batch`ed."""
   for batch in ds.as_numpy_iterator():
-    yield {k: batch[k] for k in FEATURES}
+    batch = {k: batch[k] for k in FEATURES}
+    yield trim_batch(batch, trim_multiple) if trim_multiple else batch

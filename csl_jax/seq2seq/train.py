@@ -122,18 +122,12 @@ class Summaries:
     self._writer.flush()
 
 
-def _batches(ds, bucket_width: int):
-  for batch in input_pipeline.numpy_batches(ds):
-    yield (input_pipeline.trim_batch(batch, bucket_width) if bucket_width
-           else batch)
-
-
 def evaluate_loss(state, task, split, feature_lengths, batch_size,
                   data_sharding, bucket_width: int = 0) -> Dict[str, float]:
   ds = input_pipeline.get_dataset(task, split, feature_lengths, batch_size,
                                   bucket_width=bucket_width)
   total = {"loss": 0.0, "accuracy": 0.0, "weight": 0.0}
-  for batch in _batches(ds, bucket_width):
+  for batch in input_pipeline.numpy_batches(ds, bucket_width):
     batch = input_pipeline.pad_batch(batch, jax.local_device_count())
     out = jax.device_get(eval_step(state, jax.device_put(batch,
                                                          data_sharding)))
@@ -230,7 +224,7 @@ def train(out_dir: str, task: str,
                                   config.batch_size, shuffle=True,
                                   seed=config.seed, num_epochs=None,
                                   bucket_width=config.bucket_width)
-  batches = _batches(ds.skip(start), config.bucket_width)
+  batches = input_pipeline.numpy_batches(ds.skip(start), config.bucket_width)
   summaries = Summaries(os.path.join(out_dir, "tensorboard"))
   metrics: Dict[str, Any] = {"start_step": start}
   history, timed_steps, timed_seconds = [], 0, 0.0
