@@ -10,6 +10,7 @@ INSTALL_REQUIRES = [
     "importlib_resources==6.5.2",  # tensorflow-datasets needs it at load time
     "jax==0.10.2",
     "jaxlib==0.10.2",
+    "matplotlib==3.11.2",  # report and experiment plots
     "numba==0.68.1",
     "numpy==2.4.6",
     "optax==0.2.8",

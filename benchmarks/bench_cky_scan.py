@@ -15,7 +15,7 @@ import time
 import numpy as np
 
 from csl_jax.cky import forest
-from csl_jax.cky.grammar_arrays import encode_grammar
+from csl_jax.cky.grammar_arrays import encode_qcfg
 from csl_jax.data.tsv import read_tsv
 from csl_jax.qcfg.rules import load_rules
 
@@ -30,7 +30,7 @@ def main():
       ROOT, "tests", "fixtures", "scan.qcfg"))
   parser.add_argument("--repeats", type=int, default=5)
   args = parser.parse_args()
-  grammar = encode_grammar(load_rules(args.grammar))
+  grammar = encode_qcfg(load_rules(args.grammar))
   examples = read_tsv(args.data)
   forest.derivable(grammar, examples[:10])  # JIT warm-up / cache load
   forest.build_forests(grammar, examples[:10])

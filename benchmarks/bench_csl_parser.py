@@ -69,8 +69,8 @@ def main():
       print(f"| {name} | {seed} | {fit_s:.1f} ({fs['num_steps']}) | "
             f"{fs['forest_seconds']:.2f} | "
             f"{fs['train_log_p_y_given_x']:.5f} | {ps['parse_seconds']:.2f} "
-            f"({ps['examples_per_second']:.0f}) | {ps['coverage']:.1%} | "
-            f"{ps['accuracy']:.1%} |", flush=True)
+            f"({ps['examples_per_second']:.0f}) | {ps['coverage']:.1f}% | "
+            f"{ps['accuracy']:.1f}% |", flush=True)
 
 
 if __name__ == "__main__":

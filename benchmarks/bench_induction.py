@@ -74,8 +74,8 @@ def main():
     with open(os.path.join(out, "test_coverage", "summary.json")) as f:
       c = json.load(f)
     print(f"| {name} | {wall:.1f} | {s['peak_memory_mb']:.0f} | "
-          f"{s['num_rules']} | {s['train_coverage']:.1%} | "
-          f"{c['input_coverage']:.1%} | {c['pair_coverage']:.1%} |",
+          f"{s['num_rules']} | {s['train_coverage']:.1f}% | "
+          f"{c['input_coverage']:.1f}% | {c['pair_coverage']:.1f}% |",
           flush=True)
 
 

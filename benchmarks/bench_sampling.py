@@ -12,7 +12,7 @@ import argparse
 import time
 
 from csl_jax.data import scan
-from csl_jax.model.saved import load_model
+from csl_jax.model.csl_model import CSLModel
 from csl_jax.sampling import sampler
 
 
@@ -25,7 +25,7 @@ def main():
   parser.add_argument("--primitive", default="jump")
   parser.add_argument("--repeats", type=int, default=3)
   args = parser.parse_args()
-  model = load_model(args.model)
+  model = CSLModel.load(args.model)
   config = sampler.SampleConfig(max_depth=args.max_depth,
                                 temperature=args.temperature)
   sampler.sample(model, 1000, config)  # JIT cache load

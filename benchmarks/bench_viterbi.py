@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 
-from csl_jax.cky.grammar_arrays import encode_grammar
+from csl_jax.cky.grammar_arrays import encode_qcfg
 from csl_jax.data.scan import make_split
 from csl_jax.model import contexts
 from csl_jax.model import viterbi
@@ -55,7 +55,7 @@ def main():
   parser.add_argument("--seed", type=int, default=0)
   args = parser.parse_args()
   rules = parse_rules(SCAN_GRAMMAR)
-  grammar = encode_grammar(rules)
+  grammar = encode_qcfg(rules)
   ctx_index = contexts.context_index(rules, grammar.max_nts)
   log_p = random_log_p(contexts.num_contexts(rules), len(rules), args.seed)
   test = make_split("addprim_jump")[1]

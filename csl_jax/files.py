@@ -1,9 +1,12 @@
-"""Atomic writes of text and JSON artifacts (never pickle)."""
+"""Atomic writes of text and JSON artifacts (never pickle); checked reads
+of the user's text inputs."""
 
 import io
 import json
 import os
 from typing import Any
+
+from csl_jax.errors import InputError
 
 
 def atomic_write_text(path: str, text: str) -> None:
@@ -21,6 +24,37 @@ def atomic_write_text(path: str, text: str) -> None:
 
 def atomic_write_json(path: str, obj: Any) -> None:
   atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True) + "\n")
+
+
+def read_text(path: str) -> str:
+  """The text of a UTF-8 input file, with a leading BOM removed.
+
+  Every way a user's input file can be unreadable is an InputError naming
+  the file (and, for bytes that are not UTF-8, the line): missing, a
+  directory, not readable, not UTF-8. Newlines are left as they are.
+  """
+  path = os.fspath(path)
+  if os.path.isdir(path):
+    raise InputError("is a directory, expected a file", path)
+  try:
+    with open(path, "rb") as f:
+      data = f.read()
+  except FileNotFoundError:
+    raise InputError("no such file", path) from None
+  except PermissionError:
+    raise InputError("permission denied", path) from None
+  except OSError as e:
+    raise InputError(f"cannot read: {e.strerror or e}", path) from None
+  try:
+    text = data.decode("utf-8")
+  except UnicodeDecodeError as e:
+    line = data.count(b"\n", 0, e.start) + 1
+    column = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+    raise InputError(
+        f"not valid UTF-8 (byte 0x{data[e.start]:02x} at column {column}: "
+        f"{e.reason}); save the file as UTF-8", path, line) from None
+  # Editors on Windows write a BOM; it must not glue onto the first token.
+  return text[1:] if text.startswith("\ufeff") else text
 
 
 def read_json(path: str) -> Any:

@@ -21,9 +21,9 @@ GIN=gin/seq2seq/scan.gin
 TASK=scan_${SPLIT}
 
 csl-jax augment --out "$OUT/augment" --gin_file=gin/csl/scan_augment.gin \
-  --gin.augment.split="'$SPLIT'"
+  --split "$SPLIT"
 DATA=$OUT/augment/data
-SAMPLES=$OUT/augment/samples/samples.tsv
+SAMPLES=$OUT/augment/csl/synthetic.tsv
 
 csl-jax vocab --tsv "$DATA/train.tsv" --tsv "$SAMPLES" --out "$OUT/spm" \
   --model_type word --vocab_size 64

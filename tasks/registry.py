@@ -1,11 +1,25 @@
-"""SeqIO tasks and mixtures for fine-tuning on original + CSL-synthetic data.
+"""SeqIO tasks and mixtures: original data, each method's synthetic data.
 
-`register_dataset(NAME, DATA_DIR, synthetic_tsv=S)` registers
+For a dataset NAME whose synthetic training pairs come from augmentation
+methods m (csl, geca, csl_random_50000, ...), `register_dataset` registers
   NAME                the original splits DATA_DIR/{train,dev,test,gen}.tsv
-  NAME_csl_synthetic  the synthetic pairs S, as a "train" split
-  NAME_csl_mixture    both, sampled 1:1 by default: the paper's (§3.2)
-                      "approximately equal number of original and
-                      synthesized examples", in expectation
+  NAME_reversed       the same files with inputs and targets swapped
+                      (program -> utterance), e.g. for backtranslation
+  NAME_<m>_synthetic  method m's synthetic pairs, as a "train" split
+  NAME_<m>_mixture    NAME and NAME_<m>_synthetic, sampled 1:1 by default:
+                      the paper's (§3.2) "approximately equal number of
+                      original and synthesized examples", in expectation
+  NAME_all_mixture    NAME and every method's synthetic task: NAME at the
+                      original rate and the methods splitting the synthetic
+                      rate equally, so original:synthetic stays 1:1 and each
+                      of n methods gives 1/n of the synthetic examples
+`register_dataset(..., synthetic_tsv=S)` is method "csl" (NAME_csl_*, the
+names the T5X gin files use). `register_run(RUN)` reads the run directory
+that `csl-jax augment --out RUN` writes:
+  RUN/data/<split>.tsv                 the original splits
+  RUN/<m>/synthetic.tsv                method m (any directory holding a
+                                       synthetic.tsv, other than data/)
+  RUN/<m>/<selector>_<k>/synthetic.tsv method m_<selector>_<k>, a subset
 Paths are local or gs:// (read with tf.io.gfile). Files hold
 `input<TAB>output` lines (UTF-8); a malformed line fails the input pipeline
 with an InvalidArgumentError naming the file and line.
@@ -13,7 +27,9 @@ with an InvalidArgumentError naming the file and line.
 
 import os
 import re
-from typing import NamedTuple, Optional, Sequence, Union
+import types
+from typing import (Dict, List, Mapping, NamedTuple, Optional, Sequence,
+                    Tuple, Union)
 
 from absl import logging
 import seqio
@@ -22,18 +38,48 @@ import tensorflow as tf
 from tasks import metrics
 from tasks import vocab as vocab_lib
 
+PathLike = Union[str, os.PathLike]
+RateOrRates = Union[seqio.MixtureRate, Mapping[str, seqio.MixtureRate]]
+
 DEFAULT_SPLITS = ("train", "dev", "test", "gen")  # gen: COGS
+CSL = "csl"  # The method `synthetic_tsv` and the older layouts stand for.
 SYNTHETIC_SUFFIX = "_csl_synthetic"
 MIXTURE_SUFFIX = "_csl_mixture"
+ALL_MIXTURE_SUFFIX = "_all_mixture"
+REVERSED_SUFFIX = "_reversed"
 ENV_DATA = "CSL_JAX_DATA"
-# Where register_from_env looks for a dataset's synthetic pairs, in order.
+RUN_DATA_DIR = "data"  # RUN/data/<split>.tsv
+SYNTHETIC_FILE = "synthetic.tsv"  # RUN/<method>[/<selector>]/synthetic.tsv
+# Method csl's pairs in a flat dataset directory or an older run, in order.
 SYNTHETIC_FILES = ("synthetic.tsv", "samples/samples.tsv")
+# "all" would make NAME_all_mixture both a method's and the all-mixture.
+_RESERVED_METHODS = ("all",)
 
 
 class RegisteredNames(NamedTuple):
+  """The names `register_dataset` registered for one dataset."""
   original: str
-  synthetic: Optional[str]  # None without synthetic data, as is mixture.
+  synthetic: Optional[str]  # Method csl's task; None without it, as mixture.
   mixture: Optional[str]
+  reversed: Optional[str] = None
+  # {method: (NAME_<m>_synthetic, NAME_<m>_mixture)}, csl included.
+  methods: Mapping[str, Tuple[str, str]] = types.MappingProxyType({})
+  all_mixture: Optional[str] = None  # None without methods.
+
+  def task_names(self) -> List[str]:
+    """Every registered task: original, reversed, each method's synthetic."""
+    return [n for n in (self.original, self.reversed) if n] + [
+        synthetic for synthetic, _ in self.methods.values()]
+
+  def mixture_names(self) -> List[str]:
+    """Every registered mixture: each method's and the all-mixture."""
+    return [mixture for _, mixture in self.methods.values()] + (
+        [self.all_mixture] if self.all_mixture else [])
+
+
+# name -> RegisteredNames, so unregistering finds every method's names.
+# Kept across importlib.reload, which re-runs this in the same namespace.
+_REGISTERED: Dict[str, RegisteredNames] = globals().get("_REGISTERED", {})
 
 
 def _read_numbered_lines(path: tf.Tensor) -> tf.data.Dataset:
@@ -62,17 +108,25 @@ def parse_tsv(ex):
     return {"inputs": tf.identity(inputs), "targets": tf.identity(targets)}
 
 
-def _replace_task(name, split_to_path, vocabulary, metric_fns):
+@seqio.map_over_dataset
+def swap_inputs_targets(ex):
+  """{"inputs": x, "targets": y} -> {"inputs": y, "targets": x}."""
+  return {"inputs": ex["targets"], "targets": ex["inputs"]}
+
+
+def _replace_task(name, split_to_path, vocabulary, metric_fns,
+                  reverse=False):
   features = {key: seqio.Feature(vocabulary, add_eos=True)
               for key in ("inputs", "targets")}
+  # Swapping after parse_tsv reads the very same files as the original.
+  swap = [swap_inputs_targets] if reverse else []
   # Remove first so reloading a module that registers does not crash.
   seqio.TaskRegistry.remove(name)
   seqio.TaskRegistry.add(
       name,
       source=seqio.FileDataSource(_read_numbered_lines, split_to_path),
       output_features=features,
-      preprocessors=[
-          parse_tsv,
+      preprocessors=[parse_tsv] + swap + [
           seqio.preprocessors.tokenize,
           seqio.CacheDatasetPlaceholder(),
           seqio.preprocessors.append_eos_after_trim,
@@ -81,42 +135,95 @@ def _replace_task(name, split_to_path, vocabulary, metric_fns):
       metric_fns=list(metric_fns))
 
 
-def _join(directory: str, name: str) -> str:
-  return directory.rstrip("/") + "/" + name
+def _replace_mixture(name, tasks_and_rates):
+  seqio.MixtureRegistry.remove(name)
+  seqio.MixtureRegistry.add(name, tasks_and_rates)
+  logging.info("Registered SeqIO mixture %s: %s", name, tasks_and_rates)
+
+
+def _join(directory: str, *names: str) -> str:
+  return "/".join([directory.rstrip("/")] + list(names))
+
+
+def _divided(rate: seqio.MixtureRate, n: int) -> seqio.MixtureRate:
+  if callable(rate):
+    return lambda task: rate(task) / n
+  return rate / n
+
+
+def _check_method(method: str) -> None:
+  if not re.fullmatch(r"[a-z0-9_]+", method) or method in _RESERVED_METHODS:
+    raise ValueError(f"{method!r}: a method name is [a-z0-9_]+, not "
+                     f"{', '.join(_RESERVED_METHODS)}")
 
 
 def register_dataset(
     name: str,
-    data_dir: Union[str, os.PathLike],
+    data_dir: PathLike,
     splits: Sequence[str] = DEFAULT_SPLITS,
-    synthetic_tsv: Optional[Union[str, os.PathLike]] = None,
+    synthetic_tsv: Optional[PathLike] = None,
     vocabulary: Optional[seqio.Vocabulary] = None,
     original_rate: seqio.MixtureRate = 1.0,
-    synthetic_rate: seqio.MixtureRate = 1.0,
+    synthetic_rate: RateOrRates = 1.0,
     metric_fns=(metrics.exact_match,),
+    synthetic: Optional[Mapping[str, PathLike]] = None,
+    all_methods: Optional[Sequence[str]] = None,
 ) -> RegisteredNames:
-  """Registers NAME, and with synthetic data NAME_csl_{synthetic,mixture}.
+  """Registers NAME, NAME_reversed and NAME_<m>_{synthetic,mixture} per method.
 
-  Registering a name again replaces the earlier registration.
+  Registering a name again replaces everything the earlier registration
+  of that name registered.
 
   Args:
     name: task name, e.g. "scan_addprim_jump" (letters, digits, `_.:`).
     data_dir: directory (local or gs://) with `<split>.tsv` files.
     splits: the splits to register, those whose file exists.
-    synthetic_tsv: file (or glob) of synthetic pairs, e.g.
-      `<run>/samples/samples.tsv`.
+    synthetic_tsv: file (or glob) of method csl's synthetic pairs, e.g.
+      `<run>/csl/synthetic.tsv`: the same as `synthetic={"csl": ...}`.
     vocabulary: defaults to `vocab.get_vocabulary()`.
     original_rate: mixture rate of the original task (a float or a
       `fn(task) -> float`, as seqio takes).
-    synthetic_rate: mixture rate of the synthetic task; equal rates draw
-      original and synthetic examples 1:1, each source repeated as needed.
+    synthetic_rate: mixture rate of each method's synthetic task, or
+      {method: rate} (missing methods: 1.0); equal rates draw original and
+      synthetic examples 1:1, each source repeated as needed.
     metric_fns: SeqIO metric functions for the tasks.
+    synthetic: {method: file (or glob) of its synthetic pairs}, methods
+      named [a-z0-9_]+ (not "all"), e.g. {"geca": ..., "csl_uat_5000": ...}.
+    all_methods: the methods NAME_all_mixture mixes, default all of them
+      (`register_run` leaves out selector subsets); with none, no
+      NAME_all_mixture. NAME gets `original_rate` and each of the n methods
+      its synthetic rate / n, so original:synthetic is as in the methods'
+      own mixtures.
 
   Returns:
     The registered names.
   """
   data_dir = os.fspath(data_dir)
-  vocabulary = vocabulary or vocab_lib.get_vocabulary()
+  methods = {m: os.fspath(p) for m, p in (synthetic or {}).items()}
+  if synthetic_tsv is not None:
+    if CSL in methods:
+      raise ValueError("method csl given both as synthetic_tsv and in "
+                       "synthetic")
+    methods = {CSL: os.fspath(synthetic_tsv), **methods}
+  all_methods = list(methods if all_methods is None else all_methods)
+  if isinstance(synthetic_rate, Mapping):
+    rates_given = synthetic_rate
+    rates = {m: synthetic_rate.get(m, 1.0) for m in methods}
+  else:
+    rates_given = {}
+    rates = {m: synthetic_rate for m in methods}
+  # Check everything before replacing anything.
+  for method, path in methods.items():
+    _check_method(method)
+    if not tf.io.gfile.glob(path):
+      raise ValueError(f"{path}: no such synthetic data file (method "
+                       f"{method})")
+  for what, named in (("all_methods", all_methods),
+                      ("synthetic_rate", rates_given)):
+    unknown = set(named) - set(methods)
+    if unknown:  # A typo would otherwise pass unnoticed.
+      raise ValueError(f"{what}: {', '.join(sorted(unknown))} not among the "
+                       "synthetic methods")
   split_to_path = {}
   for split in splits:
     path = _join(data_dir, f"{split}.tsv")
@@ -125,45 +232,137 @@ def register_dataset(
   if not split_to_path:
     raise ValueError(f"{data_dir}: none of "
                      f"{', '.join(s + '.tsv' for s in splits)} exists")
-  _replace_task(name, split_to_path, vocabulary, metric_fns)
-  logging.info("Registered SeqIO task %s: %s", name, split_to_path)
-  if synthetic_tsv is None:
-    return RegisteredNames(name, None, None)
 
-  synthetic_tsv = os.fspath(synthetic_tsv)
-  if not tf.io.gfile.glob(synthetic_tsv):
-    raise ValueError(f"{synthetic_tsv}: no such synthetic data file")
-  synthetic = name + SYNTHETIC_SUFFIX
-  mixture = name + MIXTURE_SUFFIX
-  _replace_task(synthetic, {"train": synthetic_tsv}, vocabulary, metric_fns)
-  seqio.MixtureRegistry.remove(mixture)
-  seqio.MixtureRegistry.add(
-      mixture, [(name, original_rate), (synthetic, synthetic_rate)])
-  logging.info("Registered SeqIO mixture %s (rates %s:%s)", mixture,
-               original_rate, synthetic_rate)
-  return RegisteredNames(name, synthetic, mixture)
+  vocabulary = vocabulary or vocab_lib.get_vocabulary()
+  unregister_dataset(name)  # Drops methods the new registration lacks.
+  _replace_task(name, split_to_path, vocabulary, metric_fns)
+  reversed_name = name + REVERSED_SUFFIX
+  _replace_task(reversed_name, split_to_path, vocabulary, metric_fns,
+                reverse=True)
+  logging.info("Registered SeqIO tasks %s, %s: %s", name, reversed_name,
+               split_to_path)
+  registered = {}
+  for method, path in methods.items():
+    task, mixture = f"{name}_{method}_synthetic", f"{name}_{method}_mixture"
+    _replace_task(task, {"train": path}, vocabulary, metric_fns)
+    _replace_mixture(mixture, [(name, original_rate), (task, rates[method])])
+    registered[method] = (task, mixture)
+  all_mixture = None
+  if all_methods:
+    all_mixture = name + ALL_MIXTURE_SUFFIX
+    _replace_mixture(all_mixture, [(name, original_rate)] + [
+        (registered[m][0], _divided(rates[m], len(all_methods)))
+        for m in all_methods])
+  csl = registered.get(CSL, (None, None))
+  names = RegisteredNames(name, csl[0], csl[1], reversed_name,
+                          types.MappingProxyType(registered), all_mixture)
+  _REGISTERED[name] = names
+  return names
 
 
 def unregister_dataset(name: str) -> None:
   """Removes what `register_dataset(name, ...)` registered, if anything."""
-  seqio.MixtureRegistry.remove(name + MIXTURE_SUFFIX)
-  seqio.TaskRegistry.remove(name + SYNTHETIC_SUFFIX)
-  seqio.TaskRegistry.remove(name)
+  names = _REGISTERED.pop(name, None)
+  # The csl names too, as before, should the record be gone.
+  mixtures = {name + MIXTURE_SUFFIX}
+  tasks = {name, name + SYNTHETIC_SUFFIX}
+  if names:
+    mixtures.update(names.mixture_names())
+    tasks.update(names.task_names())
+  for mixture in sorted(mixtures):
+    seqio.MixtureRegistry.remove(mixture)
+  for task in sorted(tasks):
+    seqio.TaskRegistry.remove(task)
+
+
+def task_name(directory: PathLike) -> str:
+  """A directory's basename as a task name: other than `\\w.:` becomes `_`."""
+  return re.sub(r"[^\w.:]", "_",
+                os.path.basename(os.fspath(directory).rstrip("/")))
+
+
+def _method_name(directory_name: str) -> str:
+  return re.sub(r"[^a-z0-9_]", "_", directory_name.rstrip("/").lower())
 
 
 def _first_existing(paths):
   return next((p for p in paths if tf.io.gfile.exists(p)), None)
 
 
-def _find_dataset(directory: str):
-  """(data dir, synthetic file or None) of a dataset directory, or None."""
-  # Flat (`prepare --out`) or `augment --out` layout (data/, samples/).
-  for data_dir in (directory, _join(directory, "data")):
-    if any(tf.io.gfile.exists(_join(data_dir, f"{s}.tsv"))
-           for s in DEFAULT_SPLITS):
-      return data_dir, _first_existing(_join(directory, f)
-                                       for f in SYNTHETIC_FILES)
-  return None
+def _has_splits(data_dir: str, splits: Sequence[str] = DEFAULT_SPLITS):
+  return any(tf.io.gfile.exists(_join(data_dir, f"{s}.tsv")) for s in splits)
+
+
+def _add_method(methods: Dict[str, str], method: str, path: str) -> None:
+  if method in methods:
+    raise ValueError(f"{path}: method {method} is also {methods[method]}")
+  methods[method] = path
+
+
+def find_methods(run_dir: PathLike) -> Tuple[Dict[str, str], List[str]]:
+  """The synthetic data of a run directory (see the module docstring).
+
+  Args:
+    run_dir: an `augment --out` directory, local or gs://.
+
+  Returns:
+    ({method: synthetic.tsv}, the methods proper, without selector subsets).
+    RUN/<m>/synthetic.tsv is method m and RUN/<m>/<sel>/synthetic.tsv
+    method m_<sel> (directory names lowercased, other than [a-z0-9_] as
+    `_`); an older run's synthetic.tsv or samples/samples.tsv is method csl
+    when there is no RUN/csl/.
+  """
+  run_dir = os.fspath(run_dir)
+  methods, proper = {}, []
+  for entry in sorted(tf.io.gfile.listdir(run_dir)):
+    method_dir = _join(run_dir, entry.rstrip("/"))
+    path = _join(method_dir, SYNTHETIC_FILE)
+    if entry.rstrip("/") == RUN_DATA_DIR or not tf.io.gfile.exists(path):
+      continue
+    method = _method_name(entry)
+    _add_method(methods, method, path)
+    proper.append(method)
+    for sub in sorted(tf.io.gfile.listdir(method_dir)):
+      path = _join(method_dir, sub.rstrip("/"), SYNTHETIC_FILE)
+      if tf.io.gfile.exists(path):
+        _add_method(methods, f"{method}_{_method_name(sub)}", path)
+  if CSL not in methods:
+    legacy = _first_existing(_join(run_dir, f) for f in SYNTHETIC_FILES)
+    if legacy:
+      methods[CSL] = legacy
+      proper.append(CSL)
+  return methods, proper
+
+
+def register_run(
+    run_dir: PathLike,
+    name: Optional[str] = None,
+    splits: Sequence[str] = DEFAULT_SPLITS,
+    vocabulary: Optional[seqio.Vocabulary] = None,
+    original_rate: seqio.MixtureRate = 1.0,
+    synthetic_rate: RateOrRates = 1.0,
+    metric_fns=(metrics.exact_match,),
+) -> RegisteredNames:
+  """Registers an `augment --out RUN` directory: RUN/data and each method.
+
+  Args:
+    run_dir: the run directory, local or gs:// (module docstring).
+    name: the dataset name; defaults to `task_name(run_dir)`, the
+      directory's basename.
+    splits, vocabulary, original_rate, synthetic_rate, metric_fns: as for
+      `register_dataset`.
+
+  Returns:
+    The registered names: NAME_all_mixture mixes the methods proper, not
+    their selector subsets (a subset would count its method twice).
+  """
+  run_dir = os.fspath(run_dir).rstrip("/")
+  methods, proper = find_methods(run_dir)
+  return register_dataset(
+      name or task_name(run_dir), _join(run_dir, RUN_DATA_DIR), splits,
+      vocabulary=vocabulary, original_rate=original_rate,
+      synthetic_rate=synthetic_rate, metric_fns=metric_fns,
+      synthetic=methods, all_methods=proper)
 
 
 def register_from_env(roots: Optional[str] = None,
@@ -174,9 +373,10 @@ def register_from_env(roots: Optional[str] = None,
   Args:
     roots: comma-separated directories (local or gs://), each a dataset
       directory or a directory of them; defaults to $CSL_JAX_DATA, and
-      nothing is registered when that is unset. A dataset directory holds
-      `<split>.tsv` files, directly or in `data/`, and optionally synthetic
-      pairs, its first existing file of SYNTHETIC_FILES.
+      nothing is registered when that is unset. A dataset directory is
+      either flat, `<split>.tsv` files and optionally method csl's pairs
+      (its first existing file of SYNTHETIC_FILES), or a run directory with
+      `data/<split>.tsv`, registered with `register_run`.
     vocabulary: defaults to `vocab.get_vocabulary()`.
 
   Returns:
@@ -187,15 +387,19 @@ def register_from_env(roots: Optional[str] = None,
   for root in filter(None, (r.strip().rstrip("/") for r in roots.split(","))):
     if not tf.io.gfile.isdir(root):
       raise ValueError(f"{root} (from ${ENV_DATA}): no such directory")
-    if _find_dataset(root):
+    if _has_splits(root) or _has_splits(_join(root, RUN_DATA_DIR)):
       directories = [root]
     else:
       directories = [_join(root, e.rstrip("/"))
                      for e in sorted(tf.io.gfile.listdir(root))]
     for directory in directories:
-      found = tf.io.gfile.isdir(directory) and _find_dataset(directory)
-      if found:
-        name = re.sub(r"[^\w.:]", "_", os.path.basename(directory))
+      if not tf.io.gfile.isdir(directory):
+        continue
+      if _has_splits(directory):  # Flat: `prepare --out` or by hand.
         registered.append(register_dataset(
-            name, found[0], synthetic_tsv=found[1], vocabulary=vocabulary))
+            task_name(directory), directory, vocabulary=vocabulary,
+            synthetic_tsv=_first_existing(
+                _join(directory, f) for f in SYNTHETIC_FILES)))
+      elif _has_splits(_join(directory, RUN_DATA_DIR)):
+        registered.append(register_run(directory, vocabulary=vocabulary))
   return registered

@@ -1,43 +1,168 @@
-"""`csl-jax augment` end to end on SCAN (shortened), and its stage cache."""
+"""`csl-jax augment` end to end on a SCAN subset (shortened): layout,
+per-stage cache, selection, and byte-identical results after kill -9."""
 
+import hashlib
 import json
 import os
+import signal
+import subprocess
+import sys
+import time
+
+import random
 
 import gin
+import pytest
 
 from csl_jax.cli import main as cli
+from csl_jax.data import scan
+from csl_jax.data import tsv
 
-GIN = os.path.join(os.path.dirname(os.path.dirname(__file__)), "gin", "csl",
-                   "scan_augment.gin")
+GIN = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
+    __file__))), "gin", "csl", "scan_augment.gin")
+SHORT = ["--gin.CSL.num_samples=2000", "--gin.FitConfig.num_steps=40",
+         "--gin.FitConfig.num_restarts=2", "--gin.FitConfig.restart_steps=10",
+         "--gin.InductionConfig.num_partitions=2"]
 
 
-def test_augment_runs_every_stage_and_reuses_them(tmp_path):
-  out = str(tmp_path / "run")
-  args = ["augment", "--out", out, f"--gin_file={GIN}",
-          "--gin.augment.num_samples=2000",
-          "--gin.FitConfig.num_steps=40", "--gin.FitConfig.num_restarts=2",
-          "--gin.FitConfig.restart_steps=10"]
+@pytest.fixture(scope="module")
+def small_scan(tmp_path_factory):
+  """600 addprim_jump training pairs (with `jump` alone) and 60 test pairs,
+  as a `--dataset tsv` directory: the whole pipeline in seconds."""
+  train, test = scan.make_split("addprim_jump")
+  rng = random.Random(0)
+  d = tmp_path_factory.mktemp("small_scan")
+  tsv.write_tsv(str(d / "train.tsv"),
+                rng.sample([e for e in train if e.input != "jump"], 600) +
+                [tsv.Example("jump", "I_JUMP")])
+  tsv.write_tsv(str(d / "test.tsv"), rng.sample(test, 60))
+  return str(d)
+
+
+def _read(path):
+  with open(path) as f:
+    return json.load(f)
+
+
+def _data_flags(data):
+  return ["--dataset", "tsv", "--data_dir", data]
+
+
+def _run(out, data, *extra):
   gin.clear_config()
-  assert cli.main(args) == 0
-  with open(os.path.join(out, "summary.json")) as f:
-    summary = json.load(f)
-  assert summary["num_rules"] == 20 and summary["num_examples"] == 2000
-  for name in ("data/train.tsv", "grammar/grammar.qcfg", "model/params.npz",
-               "parse/predictions.tsv", "samples/samples.tsv", "report.html",
-               "report.md"):
-    assert os.path.exists(os.path.join(out, name)), name
-  with open(os.path.join(out, "report.html")) as f:
-    page = f.read()
-  assert "<svg" in page and "NT_1 twice ### NT_1 NT_1" in page
-  # Same config: every stage is reused; more samples: only sampling reruns.
-  gin.clear_config()
-  assert cli.main(args) == 0
-  gin.clear_config()
-  assert cli.main(args[:-4] + ["--gin.augment.num_samples=3000"] +
-                  args[-3:]) == 0
-  with open(os.path.join(out, "report.md")) as f:
+  try:
+    return cli.main(["augment", "--out", out, f"--gin_file={GIN}"] + SHORT +
+                    _data_flags(data) + list(extra))
+  finally:
+    gin.clear_config()
+
+
+def _cached(out):
+  return {k: v["cached"] for k, v in _read(os.path.join(out, "summary.json"))
+          ["stages"].items()}
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory, small_scan):
+  out = str(tmp_path_factory.mktemp("augment") / "run")
+  assert _run(out, small_scan) == 0
+  return out
+
+
+def test_run_directory_contract(run_dir):
+  for name in ("data/train.tsv", "data/test.tsv", "csl/induce/grammar.qcfg",
+               "csl/fit/params.npz", "csl/parse/predictions.tsv",
+               "csl/sample/samples.tsv", "csl/candidates.tsv",
+               "csl/synthetic.tsv", "csl/summary.json", "report.html",
+               "report.md", "report_files/input_length.png"):
+    assert os.path.exists(os.path.join(run_dir, name)), name
+  assert len(tsv.read_tsv(os.path.join(run_dir, "csl", "synthetic.tsv"))) \
+      == 2000
+  info = _read(os.path.join(run_dir, "csl", "summary.json"))
+  assert info["stage_order"] == ["induce", "fit", "parse", "sample"]
+  rows = dict(info["report_rows"])
+  with open(os.path.join(run_dir, "csl", "induce", "grammar.qcfg")) as f:
+    num_rules = sum(1 for line in f if "###" in line)
+  assert rows["grammar rules"] == str(num_rules)
+  with open(os.path.join(run_dir, "report.md")) as f:
     report = f.read()
-  assert "fit:" in report and "(reused)" in report
-  with open(os.path.join(out, "samples", "summary.json")) as f:
-    assert json.load(f)["num_examples"] == 3000
-  gin.clear_config()
+  assert f"| grammar rules | — | {num_rules} |" in report
+  assert "CSL parser exact match" in report and "## Preview: csl" in report
+  assert set(_cached(run_dir).values()) == {False}
+
+
+def test_only_changed_stages_rerun(run_dir, small_scan):
+  assert _run(run_dir, small_scan) == 0
+  assert set(_cached(run_dir).values()) == {True}
+  # A sampling setting: only sampling reruns.
+  assert _run(run_dir, small_scan, "--gin.SampleConfig.temperature=2.0") == 0
+  assert _cached(run_dir) == {"data": True, "csl/induce": True,
+                              "csl/fit": True, "csl/parse": True,
+                              "csl/sample": False}
+  # A fitting setting: fit and what reads the model rerun, not induction.
+  assert _run(run_dir, small_scan, "--gin.SampleConfig.temperature=2.0",
+              "--gin.FitConfig.learning_rate=0.05") == 0
+  assert _cached(run_dir) == {"data": True, "csl/induce": True,
+                              "csl/fit": False, "csl/parse": False,
+                              "csl/sample": False}
+  # An induction setting: induction reruns (the rest follows the grammar's
+  # content: an identical grammar keeps the model).
+  assert _run(run_dir, small_scan, "--gin.InductionConfig.max_steps=4") == 0
+  cached = _cached(run_dir)
+  assert not cached["csl/induce"] and cached["data"]
+
+
+def test_selection_writes_a_seeded_subset(run_dir, small_scan):
+  assert _run(run_dir, small_scan, "--select", "random", "--select_num",
+              "500") == 0
+  chosen = tsv.read_tsv(os.path.join(run_dir, "csl", "random_500",
+                                     "synthetic.tsv"))
+  pool = set(tsv.read_tsv(os.path.join(run_dir, "csl", "candidates.tsv")))
+  assert len(chosen) == 500 and set(chosen) <= pool
+  assert _cached(run_dir)["csl/random_500"] is False
+
+
+def test_bad_flags_stop_before_work(tmp_path, capsys, small_scan):
+  out = str(tmp_path / "r")
+  assert _run(out, small_scan, "--select", "random") == 2
+  assert "--select_num" in capsys.readouterr().err
+  assert _run(out, str(tmp_path / "nope")) == 2
+  assert "no such data directory" in capsys.readouterr().err
+  assert not os.path.exists(os.path.join(out, "csl"))
+
+
+def _digest(out):
+  h = hashlib.sha256()
+  for name in ("csl/induce/grammar.qcfg", "csl/fit/params.npz",
+               "csl/synthetic.tsv"):
+    with open(os.path.join(out, name), "rb") as f:
+      h.update(f.read())
+  return h.hexdigest()
+
+
+def _command(out, data):
+  return [sys.executable, "-m", "csl_jax.cli.main", "augment", "--out", out,
+          f"--gin_file={GIN}"] + SHORT + _data_flags(data)
+
+
+def test_kill_9_then_rerun_gives_the_same_bytes(tmp_path, small_scan):
+  """A smaller version of the issue's 10 kills: kill during induction and
+  during fitting, rerun, compare with the uninterrupted run."""
+  out = str(tmp_path / "killed")
+  env = dict(os.environ, CSL_JAX_PROGRESS="0")
+  for marker in ("csl/induce/stage_key.json", "csl/fit/stage_key.json"):
+    proc = subprocess.Popen(_command(out, small_scan), env=env,
+                            stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    deadline = time.time() + 300
+    while (not os.path.exists(os.path.join(out, marker))
+           and proc.poll() is None and time.time() < deadline):
+      time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+  assert subprocess.run(_command(out, small_scan), env=env,
+                        stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL).returncode == 0
+  fresh = str(tmp_path / "fresh")
+  assert _run(fresh, small_scan) == 0
+  assert _digest(out) == _digest(fresh)

@@ -3,7 +3,6 @@
 import json
 import os
 
-import gin
 import pytest
 
 from csl_jax.cli import main as cli
@@ -11,11 +10,7 @@ from csl_jax.cli import main as cli
 FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "scan.qcfg")
 
 
-@pytest.fixture(autouse=True)
-def clear_gin():
-  gin.clear_config()
-  yield
-  gin.clear_config()
+pytestmark = pytest.mark.usefixtures("clear_gin")  # tests/conftest.py
 
 
 def summary(out):
@@ -38,10 +33,10 @@ def test_prepare_scan_writes_splits_and_summary(tmp_path):
 def test_gin_binding_and_flag_precedence(tmp_path):
   out = str(tmp_path / "a")
   cli.main(["prepare", "scan", "--out", out,
-            "--gin.prepare_scan.split='length'"])
+            "--gin.prepare.split='length'"])
   assert summary(out)["split"] == "length"
   gin_file = tmp_path / "c.gin"
-  gin_file.write_text("prepare_scan.split = 'length'\n")
+  gin_file.write_text("prepare.split = 'length'\n")
   out = str(tmp_path / "b")
   cli.main(["prepare", "scan", "--split", "addprim_turn_left", "--out", out,
             f"--gin_file={gin_file}"])
@@ -59,8 +54,8 @@ def test_coverage(tmp_path):
                    "--out", out]) == 0
   s = summary(out)
   assert s["num_rules"] == 16 and s["num_examples"] == 4
-  assert s["input_coverage"] == 0.75 and s["pair_coverage"] == 0.5
-  assert s["coverage"] == 0.5
+  assert s["input_coverage"] == 75.0 and s["pair_coverage"] == 50.0
+  assert s["coverage"] == 50.0
   with open(os.path.join(out, "not_derived.tsv")) as f:
     assert f.read() == "walk left\tI_WALK\nfly\tI_FLY\n"
 
@@ -85,3 +80,21 @@ def test_bad_gin_binding_is_a_clean_error(tmp_path, capsys):
                    "--gin.no_such_function.x=1"])
   assert code == 2
   assert "gin configuration" in capsys.readouterr().err
+
+
+def test_train_lets_real_bugs_through(tmp_path, monkeypatch):
+  """Only configuration checks are input errors (exit 2): a ValueError from
+  a bug inside training keeps its traceback."""
+  from csl_jax.seq2seq import train  # pylint: disable=g-import-not-at-top
+  from csl_jax.testing.files import write_pairs  # pylint: disable=g-import-not-at-top
+
+  def broken(*args, **kwargs):
+    raise ValueError("a bug, not an input error")
+
+  monkeypatch.setattr(train, "train", broken)
+  data = tmp_path / "data"
+  data.mkdir()
+  write_pairs(data / "train.tsv", [("walk", "I_WALK")])
+  with pytest.raises(ValueError, match="a bug"):
+    cli.main(["train", "--task", "bugcheck", "--data_dir", str(data),
+              "--out", str(tmp_path / "out")])

@@ -1,6 +1,5 @@
 """Tests for csl_jax.data.cogs (real COGS lines copied here; no shared data)."""
 
-import importlib.util
 import os
 
 import pytest
@@ -9,7 +8,6 @@ from csl_jax.data import cogs
 from csl_jax.data.tsv import ReadStats
 from csl_jax.errors import InputError
 
-_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # (sentence, COGS LF, CSL variable-free form), copied from COGS train/gen and
 # the published variable-free files.
@@ -261,17 +259,8 @@ def test_convert_file_names_bad_line(tmp_path):
   assert not (tmp_path / "out.tsv").exists()
 
 
-def _load_script():
-  path = os.path.join(_REPO_ROOT, "scripts", "reproduce_cogs_varfree.py")
-  spec = importlib.util.spec_from_file_location("reproduce_cogs_varfree",
-                                                path)
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
-  return module
-
-
-def test_reproduce_script(tmp_path, capsys):
-  script = _load_script()
+def test_reproduce_script(tmp_path, capsys, load_script):
+  script = load_script("reproduce_cogs_varfree")
   cogs_dir, vf_dir = tmp_path / "cogs", tmp_path / "cogs_varfree"
   cogs_dir.mkdir()
   vf_dir.mkdir()

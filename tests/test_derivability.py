@@ -7,7 +7,7 @@ from csl_jax.cky import qcfg_reference as ref
 from csl_jax.induction.derivability import RuleChecker, as_pair, leaf
 from csl_jax.induction.unify import compose
 from csl_jax.qcfg.rules import Rule, parse_rule
-from qcfg_strategies import rules_strategy
+from csl_jax.testing.strategies import rules_strategy
 
 
 def r(text):

@@ -7,11 +7,11 @@ import gin
 import pytest
 
 from csl_jax.cky import forest
-from csl_jax.cky.grammar_arrays import encode_grammar
+from csl_jax.cky.grammar_arrays import encode_qcfg
 from csl_jax.cli import main as cli
 from csl_jax.induction.search import InductionConfig, Inducer
 from csl_jax.qcfg.rules import load_rules, parse_rules
-import toy_language
+from csl_jax.testing import toy_language
 
 TRUE_GRAMMAR = toy_language.GRAMMAR
 
@@ -30,11 +30,11 @@ def test_recovers_the_generating_grammar():
   result = Inducer(pairs, CONFIG).run()
   assert set(result.rules) == set(parse_rules(TRUE_GRAMMAR))
   # Every training pair stays derivable (the search's invariant).
-  assert forest.derivable(encode_grammar(result.rules), pairs).all()
+  assert forest.derivable(encode_qcfg(result.rules), pairs).all()
   # It generalizes: a deeper, unseen composition is derivable.
   deeper = ("jump twice twice after walk and look".split(),
             "WALK LOOK JUMP JUMP JUMP JUMP".split())
-  assert forest.derivable(encode_grammar(result.rules), [deeper]).all()
+  assert forest.derivable(encode_qcfg(result.rules), [deeper]).all()
 
 
 def test_same_input_same_grammar_and_steps_are_recorded():
@@ -64,7 +64,7 @@ def test_output_cfg_constraint_filters_candidates():
                             for a, b in zip(rule.target, rule.target[1:]))
   result = Inducer(pairs, CONFIG, target_ok=ok).run()
   assert all(ok(r) or not r.num_nts for r in result.rules)
-  assert forest.derivable(encode_grammar(result.rules), pairs).all()
+  assert forest.derivable(encode_qcfg(result.rules), pairs).all()
 
 
 def test_cli_writes_grammar_and_resumes(tmp_path):
@@ -85,7 +85,7 @@ def test_cli_writes_grammar_and_resumes(tmp_path):
   assert cli.main(args) == 0
   with open(os.path.join(out, "summary.json")) as f:
     summary = json.load(f)
-  assert summary["num_rules"] == 6 and summary["train_coverage"] == 1.0
+  assert summary["num_rules"] == 6 and summary["train_coverage"] == 100.0
   assert summary["num_examples"] == len(sentences())
   rules = load_rules(os.path.join(out, "grammar.qcfg"))
   assert set(rules) == set(parse_rules(TRUE_GRAMMAR))
@@ -138,3 +138,76 @@ def test_worker_processes_give_the_same_grammar():
   b = Inducer(pairs, serial).run()
   assert a.rules == b.rules
   assert [h.objective for h in a.history] == [h.objective for h in b.history]
+
+
+# Right-linear outputs: a target with two adjacent NTs ("S S") is not in the
+# language, so the and/after/twice rules cannot be induced.
+_RIGHT_LINEAR_CFG = "S -> WALK | JUMP | LOOK | WALK S | JUMP S | LOOK S\n"
+
+
+def _no_adjacent_nts(rule):
+  return not any(a.startswith("NT_") and b.startswith("NT_")
+                 for a, b in zip(rule.target, rule.target[1:]))
+
+
+def test_state_is_keyed_on_the_target_checker(tmp_path):
+  pairs = sentences()
+  state = str(tmp_path / "state.json")
+  steps = []
+  record = steps.append
+  plain = Inducer(pairs, CONFIG).run()
+  checked = Inducer(pairs, CONFIG, target_ok=_no_adjacent_nts).run()
+  assert plain.rules != checked.rules
+  assert Inducer(pairs, CONFIG).run(state).rules == plain.rules
+  # With a checker, a checker-less state is not resumed; and vice versa.
+  for target_ok, key, expected in [(_no_adjacent_nts, "a", checked),
+                                   (None, None, plain)]:
+    steps.clear()
+    result = Inducer(pairs, CONFIG, target_ok=target_ok,
+                     checker_key=key).run(state, record)
+    assert result.rules == expected.rules and steps
+  # Another key is another checker: not resumed.
+  Inducer(pairs, CONFIG, target_ok=_no_adjacent_nts,
+          checker_key="a").run(state)
+  steps.clear()
+  Inducer(pairs, CONFIG, target_ok=_no_adjacent_nts,
+          checker_key="b").run(state, record)
+  assert steps
+  # Same settings: resumed (a finished state runs no step), even with
+  # other worker settings, which do not change the result.
+  steps.clear()
+  workers = InductionConfig(**{**CONFIG.__dict__, "num_workers": 1,
+                               "min_rules_per_worker": 7})
+  result = Inducer(pairs, workers, target_ok=_no_adjacent_nts,
+                   checker_key="b").run(state, record)
+  assert result.rules == checked.rules and not steps
+  # A checker without a key is never resumed.
+  Inducer(pairs, CONFIG, target_ok=_no_adjacent_nts).run(state, record)
+  assert steps
+
+
+def test_induce_keys_its_state_on_the_output_cfg_file(tmp_path):
+  from csl_jax.methods.csl import induce as induce_lib  # pylint: disable=g-import-not-at-top
+  train = tmp_path / "train.tsv"
+  train.write_text("".join(f"{' '.join(x)}\t{' '.join(y)}\n"
+                           for x, y in sentences()))
+  cfg = tmp_path / "out.cfg"
+  cfg.write_text(_RIGHT_LINEAR_CFG)
+  out = str(tmp_path / "out")
+
+  def run(directory, output_cfg=None):
+    induce_lib.induce(directory, str(train), output_cfg=output_cfg,
+                      config=CONFIG)
+    with open(os.path.join(directory, "induction_state.json")) as f:
+      return load_rules(os.path.join(directory, "grammar.qcfg")), \
+          json.load(f)["fingerprint"]
+
+  plain, plain_key = run(out)
+  fresh, fresh_key = run(str(tmp_path / "fresh"), str(cfg))
+  assert plain != fresh and plain_key != fresh_key
+  # The old state (no output CFG) is not resumed, but replaced.
+  assert run(out, str(cfg)) == (fresh, fresh_key)
+  # Another output CFG text is another key.
+  cfg.write_text(_RIGHT_LINEAR_CFG + "S -> S S\n")
+  assert run(out, str(cfg))[1] not in (plain_key, fresh_key)
+  assert run(out) == (plain, plain_key)

@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from csl_jax.cky import forest as forest_lib
-from csl_jax.cky.grammar_arrays import encode_grammar
+from csl_jax.cky.grammar_arrays import encode_qcfg
 from csl_jax.model import contexts, inside, inside_reference, train
 from csl_jax.model.forest_arrays import pad_forests
 from csl_jax.model.source_forests import source_forest_batch
@@ -30,7 +30,7 @@ PAIRS = [("walk", "W"), ("walk twice", "W W"), ("walk and run", "W R"),
 
 
 def _setup(num_states, seed):
-  g = encode_grammar(GRAMMAR, 2)
+  g = encode_qcfg(GRAMMAR, 2)
   batch, _ = forest_lib.build_forests(g, PAIRS)
   ctx = contexts.context_index(GRAMMAR, 2)
   rng = np.random.default_rng(seed)

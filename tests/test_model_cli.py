@@ -3,12 +3,12 @@
 import json
 import os
 
-import gin
 import pytest
 
 from csl_jax.cli import main as cli
 from csl_jax.model import evaluation
-import toy_language
+from csl_jax.testing import toy_language
+from csl_jax.testing.files import write_pairs
 
 GRAMMAR = toy_language.GRAMMAR
 _train = toy_language.sentences
@@ -22,16 +22,7 @@ TEST = [("walk twice twice", "WALK WALK WALK WALK"),  # unseen depth
         ("look twice after jump twice", "JUMP JUMP LOOK LOOK")]
 
 
-def _write(path, pairs):
-  path.write_text("".join(f"{x}\t{y}\n" for x, y in pairs))
-  return str(path)
-
-
-@pytest.fixture(autouse=True)
-def clear_gin():
-  gin.clear_config()
-  yield
-  gin.clear_config()
+pytestmark = pytest.mark.usefixtures("clear_gin")  # tests/conftest.py
 
 
 def _summary(directory):
@@ -42,8 +33,8 @@ def _summary(directory):
 def test_fit_parse_evaluate(tmp_path):
   grammar = tmp_path / "g.qcfg"
   grammar.write_text(GRAMMAR)
-  train = _write(tmp_path / "train.tsv", _train())
-  test = _write(tmp_path / "test.tsv", TEST)
+  train = write_pairs(tmp_path / "train.tsv", _train())
+  test = write_pairs(tmp_path / "test.tsv", TEST)
   model = str(tmp_path / "model")
   assert cli.main(["fit", "--grammar", str(grammar), "--train", train,
                    "--eval", test, "--out", model,
@@ -61,31 +52,31 @@ def test_fit_parse_evaluate(tmp_path):
   assert cli.main(["parse", "--model", model, "--data", test, "--out",
                    parsed]) == 0
   s = _summary(parsed)
-  assert s["accuracy"] == 1.0 and s["coverage"] == 1.0
+  assert s["accuracy"] == 100.0 and s["coverage"] == 100.0
   predictions = evaluation.read_predictions(
       os.path.join(parsed, "predictions.tsv"))
   assert [p.prediction for p in predictions] == [y for _, y in TEST]
 
   # An input outside the grammar gets no output; the ensemble falls back.
-  other = _write(tmp_path / "other.tsv",
-                 [(x, "WRONG") for x, _ in TEST] + [("fly", "FLY")])
-  mixed = _write(tmp_path / "mixed.tsv", TEST + [("fly", "FLY")])
+  other = write_pairs(tmp_path / "other.tsv",
+                      [(x, "WRONG") for x, _ in TEST] + [("fly", "FLY")])
+  mixed = write_pairs(tmp_path / "mixed.tsv", TEST + [("fly", "FLY")])
   parsed2 = str(tmp_path / "parsed2")
   cli.main(["parse", "--model", model, "--data", mixed, "--out", parsed2])
-  assert _summary(parsed2)["coverage"] == 6 / 7
+  assert _summary(parsed2)["coverage"] == 100.0 * 6 / 7
   report = str(tmp_path / "report")
   assert cli.main(["evaluate", "--predictions",
                    os.path.join(parsed2, "predictions.tsv"), "--other", other,
                    "--out", report]) == 0
   s = _summary(report)
-  assert s["accuracy"] == 6 / 7 and s["accuracy_on_covered"] == 1.0
-  assert s["other_accuracy"] == 1 / 7
-  assert s["other_accuracy_on_not_covered"] == 1.0
-  assert s["ensemble_accuracy"] == 1.0
+  assert s["accuracy"] == 100.0 * 6 / 7 and s["accuracy_on_covered"] == 100.0
+  assert s["other_accuracy"] == 100.0 * 1 / 7
+  assert s["other_accuracy_on_not_covered"] == 100.0
+  assert s["ensemble_accuracy"] == 100.0
 
 
 def test_parse_without_a_model_is_a_clean_error(tmp_path, capsys):
-  data = _write(tmp_path / "d.tsv", TEST)
+  data = write_pairs(tmp_path / "d.tsv", TEST)
   assert cli.main(["parse", "--model", str(tmp_path), "--data", data,
                    "--out", str(tmp_path / "o")]) == 2
   assert "not a fitted model directory" in capsys.readouterr().err
@@ -94,7 +85,7 @@ def test_parse_without_a_model_is_a_clean_error(tmp_path, capsys):
 def test_semi_supervised_refit_labels_unlabeled_inputs(tmp_path):
   grammar = tmp_path / "g.qcfg"
   grammar.write_text(GRAMMAR)
-  train = _write(tmp_path / "train.tsv", _train())
+  train = write_pairs(tmp_path / "train.tsv", _train())
   unlabeled = tmp_path / "unlabeled.txt"
   unlabeled.write_text("walk twice twice\nfly away\nlook twice twice\n")
   model = str(tmp_path / "model")

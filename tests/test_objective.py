@@ -6,10 +6,12 @@ import hypothesis
 from hypothesis import strategies as st
 import numpy as np
 
-from csl_jax.induction import occurrence_kernel
 from csl_jax.induction.objective import Objective, ObjectiveConfig
-from csl_jax.induction.occurrence_reference import occurs
-from csl_jax.induction.statistics import OccurrenceIndex, PairStatistics
+from csl_jax.induction.statistics import PairStatistics
+from csl_jax.qcfg import occurrence_kernel
+from csl_jax.qcfg import occurrence_reference
+from csl_jax.qcfg.occurrence import OccurrenceIndex
+from csl_jax.qcfg.occurrence_reference import occurs
 from csl_jax.qcfg.rules import nt_index, parse_rule
 
 # --- the occurrence kernel against its twin ----------------------------------
@@ -40,6 +42,22 @@ def test_kernel_matches_twin(pattern, tokens):
 
 
 @hypothesis.settings(max_examples=150, deadline=None)
+@hypothesis.given(st.lists(token_lists, min_size=1, max_size=5), patterns)
+def test_match_examples_matches_twin(sequences, pattern):
+  vocab = {t: i for i, t in enumerate(PATTERN_SYMBOLS)}
+  codes = np.array([-nt_index(p) if nt_index(p) else vocab[p]
+                    for p in pattern], np.int32)
+  flat = np.array([vocab[t] for seq in sequences for t in seq], np.int32)
+  offsets = np.zeros(len(sequences) + 1, np.int64)
+  offsets[1:] = np.cumsum([len(seq) for seq in sequences])
+  candidates = np.arange(len(sequences), dtype=np.int64)
+  num_nts = max([nt_index(p) for p in pattern] + [0])
+  args = (flat, offsets, candidates, codes, num_nts)
+  assert (occurrence_kernel.match_examples(*args).tolist()
+          == occurrence_reference.match_examples(*args).tolist())
+
+
+@hypothesis.settings(max_examples=150, deadline=None)
 @hypothesis.given(st.lists(token_lists, min_size=1, max_size=6),
                   st.lists(patterns, min_size=1, max_size=4))
 def test_occurrence_index_matches_twin(sequences, pattern_list):
@@ -58,6 +76,8 @@ def test_intersect_sorted_is_set_intersection(a, b):
   b_arr = np.array(sorted(b), np.int64)
   got = occurrence_kernel.intersect_sorted(a_arr, b_arr)
   assert got.tolist() == sorted(a & b)
+  assert got.tolist() == occurrence_reference.intersect_sorted(
+      a_arr, b_arr).tolist()
   assert got.dtype == np.int64
 
 

@@ -12,9 +12,8 @@ from csl_jax.qcfg.output_cfg import (OutputCFG, Production, Symbol,
 
 numba = pytest.importorskip("numba")
 
-from csl_jax.cky import cfg_kernel  # pylint: disable=g-import-not-at-top
-from csl_jax.cky.cfg_reference import (  # pylint: disable=g-import-not-at-top
-    derivable_categories_reference, recognize_reference)
+from csl_jax.qcfg import cfg_kernel  # pylint: disable=g-import-not-at-top
+from csl_jax.qcfg import cfg_reference  # pylint: disable=g-import-not-at-top
 
 FUNQL = """\
 # A tiny FunQL-like grammar.
@@ -246,7 +245,8 @@ def test_repeated_slot_ids_take_the_same_category():
   assert not cfg.recognizes_with_slots(g, is_slot, slot_categories=["Y"])
   assert cfg.derivable_categories(f, is_slot, slot_ids=same) == set()
   for slot_ids in [same, different]:
-    assert recognize_reference(cfg, f, is_slot, slot_ids=slot_ids) == (
+    assert cfg_reference.recognizes_with_slots(
+        cfg, f, is_slot, slot_ids=slot_ids) == (
         cfg.recognizes_with_slots(f, is_slot, slot_ids=slot_ids))
 
 
@@ -276,7 +276,7 @@ def test_slot_argument_checks():
 
 def test_binarization_shares_suffixes():
   # S -> a B c ; S -> d B c share the intermediate for `B c`.
-  g = cfg_kernel.encode_grammar(2, 3, [(0, [~0, 1, ~2]), (0, [~1, 1, ~2]),
+  g = cfg_kernel.encode_cfg(2, 3, [(0, [~0, 1, ~2]), (0, [~1, 1, ~2]),
                                        (1, [~0])])
   # 2 categories, 3 preterminals, 1 shared intermediate.
   assert g.num_symbols == 6
@@ -289,7 +289,7 @@ def test_binarization_shares_suffixes():
 
 def test_kernel_retries_when_the_chart_is_full():
   # E -> E + E | num, on num + num + num + num.
-  g = cfg_kernel.encode_grammar(1, 2, [(0, [0, ~0, 0]), (0, [~1])])
+  g = cfg_kernel.encode_cfg(1, 2, [(0, [0, ~0, 0]), (0, [~1])])
   codes = np.array([1, 0, 1, 0, 1, 0, 1])
   no_slots = np.zeros((1, 1), bool)
   for capacity in [0, 1, 2, 5]:
@@ -364,9 +364,10 @@ def _derived_example(cfg, data, max_len=7):
 @given(_small_grammar(), _slotted_tokens(max_slots=0))
 def test_kernel_matches_reference_without_slots(cfg, example):
   tokens, _, _ = example
-  assert cfg.derivable_categories(tokens) == derivable_categories_reference(
+  assert cfg.derivable_categories(tokens) == (
+      cfg_reference.derivable_categories(cfg, tokens))
+  assert cfg.recognizes(tokens) == cfg_reference.recognizes_with_slots(
       cfg, tokens)
-  assert cfg.recognizes(tokens) == recognize_reference(cfg, tokens)
 
 
 @settings(max_examples=150, deadline=None)
@@ -377,8 +378,8 @@ def test_kernel_matches_reference_with_slots(cfg, example, data):
     tokens, is_slot, slot_ids = _derived_example(cfg, data)
   slot_categories = data.draw(st.one_of(st.none(), st.lists(
       st.sampled_from(cfg.categories), unique=True)))
-  expected = derivable_categories_reference(cfg, tokens, is_slot,
-                                            slot_categories, slot_ids)
+  expected = cfg_reference.derivable_categories(cfg, tokens, is_slot,
+                                                slot_categories, slot_ids)
   assert cfg.derivable_categories(tokens, is_slot, slot_categories,
                                   slot_ids) == expected
   for category in cfg.categories:

@@ -6,10 +6,11 @@ import numpy as np
 
 from csl_jax.cky import forest as forest_lib
 from csl_jax.cky import qcfg_reference as ref
-from csl_jax.cky.grammar_arrays import encode_grammar
-from csl_jax.induction.prune import prune, roots_alive, roots_alive_reference
+from csl_jax.cky.grammar_arrays import encode_qcfg
+from csl_jax.induction import prune_reference
+from csl_jax.induction.prune import prune, roots_alive
 from csl_jax.qcfg.rules import Rule, parse_rule
-from qcfg_strategies import SRC, TGT, expand, rules_strategy
+from csl_jax.testing.strategies import SRC, TGT, expand, rules_strategy
 
 # --- random grammars and sampled examples ------------------------------------
 
@@ -41,7 +42,7 @@ def grammar_and_pairs(draw):
 
 
 def _forests(rules, pairs):
-  batch, _ = forest_lib.build_forests(encode_grammar(rules), pairs)
+  batch, _ = forest_lib.build_forests(encode_qcfg(rules), pairs)
   return batch
 
 
@@ -66,7 +67,7 @@ def test_roots_alive_matches_reference(case, data):
                                      max_size=len(rules))), np.bool_)
   got = _alive(batch, dead).tolist()
   forests = [batch[b] for b in range(len(batch))]
-  assert got == roots_alive_reference(forests, dead)
+  assert got == prune_reference.roots_alive(forests, dead)
   # Same as parsing with the live rules only.
   live = [r for r, d in zip(rules, dead) if not d]
   assert got == [ref.derivable(live, x, y) for x, y in pairs]

@@ -8,15 +8,15 @@ import pytest
 
 from csl_jax.cky import forest
 from csl_jax.cky import qcfg_reference as ref
-from csl_jax.cky.grammar_arrays import encode_grammar
+from csl_jax.cky.grammar_arrays import encode_qcfg
 from csl_jax.errors import InputError
 from csl_jax.qcfg.rules import Rule, parse_rules
-from qcfg_strategies import expand
+from csl_jax.testing.strategies import expand
 
 
 def grammar(text):
   rules = parse_rules(text)
-  return rules, encode_grammar(rules)
+  return rules, encode_qcfg(rules)
 
 
 def count(g, x, y):
@@ -75,9 +75,9 @@ def test_four_nonterminals_and_terminals_on_both_sides():
 
 def test_max_nts_is_enforced():
   rules = parse_rules("NT_1 NT_2 NT_3 ### NT_3 NT_2 NT_1\n")
-  encode_grammar(rules, max_nts=3)
+  encode_qcfg(rules, max_nts=3)
   with pytest.raises(InputError, match="more than max_nts=2"):
-    encode_grammar(rules, max_nts=2)
+    encode_qcfg(rules, max_nts=2)
 
 
 def test_unknown_tokens_are_not_derivable():
@@ -182,7 +182,7 @@ def grammar_and_pair(draw):
 @hypothesis.given(grammar_and_pair())
 def test_pair_forest_matches_reference(case):
   rules, x, y = case
-  g = encode_grammar(rules)
+  g = encode_qcfg(rules)
   f = forest.build_forest(g, x, y)
   expected = ref.pair_edges(rules, x, y)
   assert set(f.hyperedges()) == expected
@@ -195,7 +195,7 @@ def test_pair_forest_matches_reference(case):
 @hypothesis.given(grammar_and_pair())
 def test_source_chart_matches_reference(case):
   rules, x, _ = case
-  g = encode_grammar(rules)
+  g = encode_qcfg(rules)
   sf = forest.parse_source(g, x)
   expected = ref.source_edges(rules, x)
   assert set(sf.hyperedges()) == expected

@@ -5,8 +5,8 @@ from hypothesis import strategies as st
 import jax.numpy as jnp
 import numpy as np
 
-from csl_jax.model import contexts, rule_shapes, train
-from csl_jax.model.saved import rule_log_probs
+from csl_jax.model import contexts, rule_shapes, rule_shapes_reference, train
+from csl_jax.model.csl_model import rule_log_probs
 from csl_jax.qcfg.rules import parse_rules
 
 GRAMMAR = parse_rules("""\
@@ -38,8 +38,8 @@ def test_tied_logits_match_twin_and_normalize(num_states, seed):
   lexical = rng.normal(size=len(GRAMMAR)) * 3
   got = np.asarray(rule_shapes.tied_rule_logits(
       jnp.asarray(shape_logits), jnp.asarray(lexical), jnp.asarray(classes)))
-  want = rule_shapes.tied_rule_logits_reference(shape_logits, lexical,
-                                                classes)
+  want = rule_shapes_reference.tied_rule_logits(shape_logits, lexical,
+                                                 classes)
   np.testing.assert_allclose(got, want, atol=1e-5)
   np.testing.assert_allclose(np.exp(got).sum(axis=1), 1.0, atol=1e-5)
 

@@ -5,13 +5,11 @@ import math
 import numpy as np
 import pytest
 
-from csl_jax.cky.grammar_arrays import encode_grammar
-from csl_jax.model import contexts
-from csl_jax.model.saved import SavedModel, rule_log_probs
 from csl_jax.sampling import sampler
 from csl_jax.sampling.sample_reference import pair_distribution
 from csl_jax.qcfg.output_cfg import parse_output_cfg
 from csl_jax.qcfg.rules import parse_rules
+from csl_jax.testing.models import random_model
 
 RULES = parse_rules("""\
 NT_1 twice ### NT_1 NT_1
@@ -22,15 +20,7 @@ run ### R
 
 
 def _model(seed=0, num_states=2):
-  rng = np.random.default_rng(seed)
-  rule_logits = rng.normal(size=(num_states, len(RULES)))
-  context_logits = rng.normal(size=(contexts.num_contexts(RULES),
-                                    num_states))
-  g = encode_grammar(RULES, 2)
-  return SavedModel(RULES, g, rule_log_probs(rule_logits, context_logits),
-                    contexts.context_index(RULES, 2), None, num_states,
-                    rule_logits, context_logits)
-
+  return random_model(RULES, seed, num_states)
 
 @pytest.mark.parametrize("temperature,bias", [(1.0, 0.0), (2.0, 1.5),
                                               (math.inf, 0.0)])

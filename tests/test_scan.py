@@ -1,7 +1,6 @@
 """Tests for csl_jax.data.scan (no network, no shared data)."""
 
 import collections
-import importlib.util
 import os
 
 import pytest
@@ -10,7 +9,6 @@ from csl_jax.data import scan
 from csl_jax.data.tsv import Example, write_tsv
 from csl_jax.errors import InputError
 
-_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 TL, TR = "I_TURN_LEFT", "I_TURN_RIGHT"
 W, L, R, J = "I_WALK", "I_LOOK", "I_RUN", "I_JUMP"
@@ -173,20 +171,13 @@ def test_load_local(tmp_path):
     scan.load_local(str(tmp_path / "missing"))
 
 
-def _load_script():
-  path = os.path.join(_REPO_ROOT, "scripts", "reproduce_scan_splits.py")
-  spec = importlib.util.spec_from_file_location("reproduce_scan_splits", path)
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
-  return module
-
-
-def test_reproduce_script_passes_and_fails(tmp_path, splits, capsys):
+def test_reproduce_script_passes_and_fails(tmp_path, splits, capsys,
+                                           load_script):
   for name, (train, test) in splits.items():
     os.makedirs(tmp_path / name)
     write_tsv(tmp_path / name / "train.tsv", reversed(train))
     write_tsv(tmp_path / name / "test.tsv", test)
-  script = _load_script()
+  script = load_script("reproduce_scan_splits")
   assert script.main(["x", str(tmp_path)]) == 0
   assert "ALL SPLITS MATCH" in capsys.readouterr().out
   # One fewer repetition of the primitive is a mismatch.

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from csl_jax.cky import forest
-from csl_jax.cky.grammar_arrays import encode_grammar
+from csl_jax.cky.grammar_arrays import encode_qcfg
 from csl_jax.data import scan
 from csl_jax.qcfg.rules import load_rules
 
@@ -15,7 +15,7 @@ FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "scan.qcfg")
 
 @pytest.fixture(scope="module")
 def grammar():
-  return encode_grammar(load_rules(FIXTURE))
+  return encode_qcfg(load_rules(FIXTURE))
 
 
 @pytest.mark.parametrize("split", ["addprim_jump", "length"])

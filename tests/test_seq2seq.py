@@ -1,7 +1,8 @@
 """Tests for csl_jax.seq2seq: model twins, decoding, training, CLI.
 
-Every kernel has a numpy twin here: T5 relative position buckets, the full
-forward pass, greedy decoding and beam search. No network, CPU is enough.
+Every kernel is checked against its numpy twin (`models_reference.py`,
+`decode_reference.py`): T5 relative position buckets, the full forward pass,
+greedy decoding and beam search. No network, CPU is enough.
 """
 
 import dataclasses
@@ -10,6 +11,7 @@ import json
 import math
 import os
 import random
+import shutil
 import sys
 
 import jax
@@ -26,13 +28,13 @@ except RuntimeError:
   pass
 
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _REPO_ROOT not in sys.path:
-  sys.path.append(_REPO_ROOT)
 
 from csl_jax.cli import main as cli  # pylint: disable=g-import-not-at-top
 from csl_jax.cli import train_seq2seq
 from csl_jax.seq2seq import decode
+from csl_jax.seq2seq import decode_reference
 from csl_jax.seq2seq import models
+from csl_jax.seq2seq import models_reference
 from csl_jax.seq2seq import train
 from tasks import registry
 
@@ -46,129 +48,6 @@ TWIN = models.Seq2SeqConfig(vocab_size=7, d_model=16, num_heads=2, d_ff=24,
                             num_layers=2, dropout=0.0, num_buckets=8,
                             max_distance=16, max_input_len=6,
                             max_target_len=5)
-
-
-# ---- numpy twins -----------------------------------------------------------
-
-def bucket_twin(relative, bidirectional, num_buckets, max_distance):
-  """T5's `_relative_position_bucket`, one int at a time."""
-  ret, n = 0, -relative
-  if bidirectional:
-    num_buckets //= 2
-    ret += num_buckets if n < 0 else 0
-    n = abs(n)
-  else:
-    n = max(n, 0)
-  max_exact = num_buckets // 2
-  if n < max_exact:
-    return ret + n
-  large = max_exact + int(math.log(n / max_exact) /
-                          math.log(max_distance / max_exact) *
-                          (num_buckets - max_exact))
-  return ret + min(large, num_buckets - 1)
-
-
-def _rms(x, scale):
-  return x / np.sqrt(np.mean(x * x, -1, keepdims=True) + 1e-6) * scale
-
-
-def _attention(p, x, memory, mask, bias):
-  q = np.einsum("bqd,dhk->bqhk", x, p["query"]["kernel"])
-  k = np.einsum("bqd,dhk->bqhk", memory, p["key"]["kernel"])
-  v = np.einsum("bqd,dhk->bqhk", memory, p["value"]["kernel"])
-  logits = np.einsum("bqhd,bkhd->bhqk", q, k) / math.sqrt(q.shape[-1])
-  logits = np.where(mask, logits + bias, -1e9)
-  w = np.exp(logits - logits.max(-1, keepdims=True))
-  w /= w.sum(-1, keepdims=True)
-  out = np.einsum("bhqk,bkhd->bqhd", w, v)
-  return np.einsum("bqhd,hdm->bqm", out, p["out"]["kernel"])
-
-
-def _stack(p, cfg, x, mask, bidirectional, memory=None, memory_mask=None):
-  length = x.shape[1]
-  buckets = np.array([[bucket_twin(k - q, bidirectional, cfg.num_buckets,
-                                   cfg.max_distance)
-                       for k in range(length)] for q in range(length)])
-  bias = p["relpos"]["rel_embedding"][buckets].transpose(2, 0, 1)[None]
-  for i in range(cfg.num_layers):
-    lp = p[f"layer_{i}"]
-    h = _rms(x, lp["self_norm"]["scale"])
-    x = x + _attention(lp["self_attention"], h, h, mask, bias)
-    if memory is not None:
-      h = _rms(x, lp["cross_norm"]["scale"])
-      x = x + _attention(lp["cross_attention"], h, memory, memory_mask, 0.0)
-    h = _rms(x, lp["mlp_norm"]["scale"])
-    x = x + np.maximum(h @ lp["mlp"]["wi"]["kernel"], 0) @ (
-        lp["mlp"]["wo"]["kernel"])
-  return _rms(x, p["final_norm"]["scale"])
-
-
-def positions_twin(length, d):
-  """Sinusoidal position embeddings, one number at a time."""
-  pe = np.zeros((length, d))
-  for pos in range(length):
-    for i in range(d // 2):
-      angle = pos / 10000 ** (2 * i / d)
-      pe[pos, i], pe[pos, d // 2 + i] = math.sin(angle), math.cos(angle)
-  return pe
-
-
-def forward_twin(params, cfg, inputs, decoder_inputs):
-  p = jax.tree_util.tree_map(lambda a: np.asarray(a, np.float64), params)
-  emb = p["embed"]["embedding"]
-
-  def embed(tokens):
-    x = emb[tokens]
-    if cfg.absolute_positions:
-      x = x + positions_twin(tokens.shape[1], cfg.d_model)[None]
-    return x
-
-  in_mask = (inputs > 0)[:, None, None, :]
-  encoded = _stack(p["encoder"], cfg, embed(inputs), in_mask, True)
-  length = decoder_inputs.shape[1]
-  causal = np.tril(np.ones((length, length), bool))[None, None]
-  x = _stack(p["decoder"], cfg, embed(decoder_inputs), causal, False,
-             encoded, in_mask)
-  return x @ emb.T / math.sqrt(cfg.d_model)
-
-
-def _log_softmax(x):
-  x = x - x.max(-1, keepdims=True)
-  return x - np.log(np.exp(x).sum(-1, keepdims=True))
-
-
-def step_twin(params, cfg, inputs, outputs, i):
-  """One decoding step: log p(token at i | outputs[:i]), full recompute."""
-  shifted = np.pad(outputs, ((0, 0), (1, 0)))[:, :-1]
-  return _log_softmax(forward_twin(params, cfg, inputs, shifted)[:, i])
-
-
-def greedy_twin(params, cfg, inputs, max_len):
-  outputs = np.zeros((len(inputs), max_len), np.int64)
-  done = np.zeros(len(inputs), bool)
-  for i in range(max_len):
-    token = np.where(done, 0, step_twin(params, cfg, inputs, outputs,
-                                        i).argmax(-1))
-    outputs[:, i] = token
-    done |= token == decode.EOS_ID
-  return outputs
-
-
-def beam_twin(params, cfg, row, max_len, k):
-  """Beam search for one input, with plain Python lists of hypotheses."""
-  beams = [((), 0.0, False)]
-  for i in range(max_len):
-    candidates = []
-    for tokens, score, done in beams:
-      if done:
-        candidates.append((tokens + (0,), score, True))
-        continue
-      outputs = np.array([list(tokens) + [0] * (max_len - i)])
-      log_p = step_twin(params, cfg, row[None], outputs, i)[0]
-      candidates += [(tokens + (t,), score + log_p[t], t == decode.EOS_ID)
-                     for t in range(cfg.vocab_size)]
-    beams = sorted(candidates, key=lambda c: -c[1])[:k]
-  return beams[0]
 
 
 # ---- model and decoding ----------------------------------------------------
@@ -190,7 +69,8 @@ def test_relative_position_bucket_matches_twin(bidirectional):
   relative = np.arange(-300, 301)
   got = np.asarray(models.relative_position_bucket(
       jnp.asarray(relative), bidirectional, 32, 128))
-  want = [bucket_twin(int(r), bidirectional, 32, 128) for r in relative]
+  want = [models_reference.relative_position_bucket(int(r), bidirectional, 32,
+                                                    128) for r in relative]
   np.testing.assert_array_equal(got, want)
 
 
@@ -199,7 +79,8 @@ def test_forward_matches_twin(twin_model):
   dec = np.random.RandomState(1).randint(0, TWIN.vocab_size, (4, 5))
   got = model.apply({"params": params}, jnp.asarray(inputs), jnp.asarray(dec))
   np.testing.assert_allclose(np.asarray(got),
-                             forward_twin(params, TWIN, inputs, dec),
+                             models_reference.forward(params, TWIN, inputs,
+                                                      dec),
                              rtol=1e-4, atol=1e-4)
 
 
@@ -211,9 +92,9 @@ def test_absolute_positions_match_twin(twin_model):
                                              (4, cfg.max_target_len))
   got = model.apply({"params": params}, jnp.asarray(inputs),
                     jnp.asarray(outputs))
-  want = forward_twin(params, cfg, inputs, outputs)
+  want = models_reference.forward(params, cfg, inputs, outputs)
   np.testing.assert_allclose(np.asarray(got), want, rtol=1e-4, atol=1e-4)
-  plain = forward_twin(params, TWIN, inputs, outputs)
+  plain = models_reference.forward(params, TWIN, inputs, outputs)
   assert np.abs(want - plain).max() > 1e-2  # The positions matter.
 
 
@@ -221,8 +102,10 @@ def test_greedy_matches_twin(twin_model):
   model, params, inputs = twin_model
   got = np.asarray(decode.greedy_decode(model, params, jnp.asarray(inputs),
                                         TWIN.max_target_len))
-  want = greedy_twin(params, TWIN, inputs, TWIN.max_target_len)
+  want = decode_reference.greedy_decode(params, TWIN, inputs,
+                                        TWIN.max_target_len)
   np.testing.assert_array_equal(got, want)
+  assert decode_reference.EOS_ID == decode.EOS_ID
   assert (got == decode.EOS_ID).any()  # The finished path is exercised.
 
 
@@ -230,9 +113,11 @@ def test_beam_search_matches_twin(twin_model):
   model, params, inputs = twin_model
   tokens, scores = decode.beam_search(model, params, jnp.asarray(inputs),
                                       TWIN.max_target_len, 3)
-  for row, got, score in zip(inputs, np.asarray(tokens), np.asarray(scores)):
-    want, want_score, _ = beam_twin(params, TWIN, row, TWIN.max_target_len, 3)
-    np.testing.assert_array_equal(got, want)
+  want, want_scores = decode_reference.beam_search(params, TWIN, inputs,
+                                                   TWIN.max_target_len, 3)
+  for got, score, want_row, want_score in zip(
+      np.asarray(tokens), np.asarray(scores), want, want_scores):
+    np.testing.assert_array_equal(got, want_row)
     assert score == pytest.approx(want_score, abs=1e-4)
 
 
@@ -342,12 +227,92 @@ def test_checkpoint_round_trip_and_resume(trained, reverse_task):
   for a, b in zip(jax.tree_util.tree_leaves(params),
                   jax.tree_util.tree_leaves(restored.params)):
     np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
-  # Resuming runs only the missing steps.
-  import dataclasses  # pylint: disable=g-import-not-at-top
-  more = train.train(out, reverse_task[0], TINY,
-                     dataclasses.replace(TRAIN, num_steps=255),
+
+
+
+def _copy_run(out, tmp_path):
+  copy = str(tmp_path / "run")
+  shutil.copytree(out, copy)
+  return copy
+
+
+def test_killed_run_resumes_the_missing_steps(trained, reverse_task,
+                                              tmp_path):
+  out, _ = trained
+  _, params = train.load_params(out)
+  # Killed after the checkpoint of step 200: resumed there, to the end.
+  killed = _copy_run(out, tmp_path)
+  shutil.rmtree(os.path.join(killed, "checkpoints", "250"))
+  more = train.train(killed, reverse_task[0], TINY, TRAIN, progress=False)
+  assert more["start_step"] == 200 and more["steps"] == TRAIN.num_steps
+  _, resumed = train.load_params(killed)
+  for a, b in zip(jax.tree_util.tree_leaves(params),
+                  jax.tree_util.tree_leaves(resumed)):
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_resume_refuses_another_training_config(trained, reverse_task,
+                                                tmp_path):
+  from csl_jax.errors import InputError  # pylint: disable=g-import-not-at-top
+  run = _copy_run(trained[0], tmp_path)
+  with open(os.path.join(run, "config.json")) as f:
+    record = f.read()
+  # num_steps too: the learning rate schedule spans them.
+  for field, value in (("learning_rate", 1e-3), ("batch_size", 16),
+                       ("seed", 1), ("num_steps", 255),
+                       ("warmup_steps", 5), ("weight_decay", 0.0),
+                       ("bucket_width", 8)):
+    with pytest.raises(InputError, match="another training configuration"):
+      train.train(run, reverse_task[0], TINY,
+                  dataclasses.replace(TRAIN, **{field: value}),
+                  progress=False)
+  with pytest.raises(InputError, match="another model configuration"):
+    train.train(run, reverse_task[0], dataclasses.replace(TINY, d_ff=64),
+                TRAIN, progress=False)
+  registry.register_dataset("t_rev_same_data", reverse_task[1],
+                            vocabulary=seqio.ByteVocabulary())
+  try:
+    with pytest.raises(InputError, match="another task"):
+      train.train(run, "t_rev_same_data", TINY, TRAIN, progress=False)
+  finally:
+    registry.unregister_dataset("t_rev_same_data")
+  with open(os.path.join(run, "config.json")) as f:
+    assert f.read() == record  # Refused runs leave the directory alone.
+  # Logging, checkpointing and evaluation do not change the parameters:
+  # the finished run is resumed (no step left).
+  same = train.train(run, reverse_task[0], TINY, dataclasses.replace(
+      TRAIN, log_every=7, checkpoint_every=50, eval_split="test"),
                      progress=False)
-  assert more["start_step"] == TRAIN.num_steps and more["steps"] == 255
+  assert same["start_step"] == same["steps"] == TRAIN.num_steps
+
+
+def test_resume_refuses_other_training_data(reverse_task, tmp_path):
+  from csl_jax.errors import InputError  # pylint: disable=g-import-not-at-top
+  data = tmp_path / "data"
+  shutil.copytree(reverse_task[1], data)
+  registry.register_dataset("t_edit", data,
+                            vocabulary=seqio.ByteVocabulary())
+  try:
+    model = dataclasses.replace(TINY,
+                                vocab_size=seqio.ByteVocabulary().vocab_size)
+    key = train.run_key(model, TRAIN, "t_edit")
+    assert list(key["data"]) == ["t_edit"]
+    # What `train` writes before its first step.
+    out = str(tmp_path / "model")
+    os.makedirs(out)
+    train.save_config(out, model, "t_edit", key=key)
+    # The same data, moved: the same key.
+    moved = tmp_path / "moved"
+    shutil.copytree(data, moved)
+    registry.register_dataset("t_edit", moved,
+                              vocabulary=seqio.ByteVocabulary())
+    assert train.run_key(model, TRAIN, "t_edit") == key
+    with open(moved / "train.tsv", "a", encoding="utf-8") as f:
+      f.write("a b c\tc b a\n")
+    with pytest.raises(InputError, match=r"training data \(changed: t_edit"):
+      train.train(out, "t_edit", TINY, TRAIN, progress=False)
+  finally:
+    registry.unregister_dataset("t_edit")
 
 
 def test_decode_evaluates_exact_match(trained, reverse_task):

@@ -2,8 +2,6 @@
 
 import importlib
 import itertools
-import os
-import sys
 
 import pytest
 
@@ -17,12 +15,8 @@ try:
 except RuntimeError:  # TF was initialized already.
   pass
 
-# `tasks` sits at the repo root, which plain `pytest` leaves off the path.
-_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _REPO_ROOT not in sys.path:
-  sys.path.append(_REPO_ROOT)
-
-from tasks import metrics  # pylint: disable=g-import-not-at-top
+from csl_jax.testing.files import write_pairs  # pylint: disable=g-import-not-at-top
+from tasks import metrics
 from tasks import registry
 from tasks import vocab
 
@@ -44,19 +38,14 @@ def _scan_like():
   return pairs
 
 
-def _write(path, pairs):
-  path.write_text("".join(f"{i}\t{o}\n" for i, o in pairs), encoding="utf-8")
-  return path
-
-
 @pytest.fixture
 def dataset(tmp_path):
   """Registers "t_scan" (20 train, 5 test) with 60 synthetic pairs."""
   pairs = _scan_like()
   original, test, synthetic = pairs[:20], pairs[20:25], pairs[25:85]
-  _write(tmp_path / "train.tsv", original)
-  _write(tmp_path / "test.tsv", test)
-  syn = _write(tmp_path / "synthetic.tsv", synthetic)
+  write_pairs(tmp_path / "train.tsv", original)
+  write_pairs(tmp_path / "test.tsv", test)
+  syn = write_pairs(tmp_path / "synthetic.tsv", synthetic)
   names = registry.register_dataset("t_scan", tmp_path, synthetic_tsv=syn,
                                     vocabulary=seqio.ByteVocabulary())
   yield names, original, test, synthetic
@@ -83,7 +72,10 @@ def _original_share(name, original, n=2000):
 
 def test_names_and_splits(dataset):
   names, *_ = dataset
-  assert names == ("t_scan", "t_scan_csl_synthetic", "t_scan_csl_mixture")
+  assert names[:3] == ("t_scan", "t_scan_csl_synthetic", "t_scan_csl_mixture")
+  assert names.methods == {"csl": names[1:3]}
+  assert (names.reversed, names.all_mixture) == ("t_scan_reversed",
+                                                 "t_scan_all_mixture")
   assert set(seqio.get_mixture_or_task("t_scan").splits) == {"train", "test"}
   assert list(seqio.get_mixture_or_task("t_scan_csl_synthetic").splits) == [
       "train"]
@@ -126,7 +118,7 @@ def test_original_task_decodes_back_to_the_tsv(dataset):
 
 
 def test_malformed_line_fails_naming_file_and_line(tmp_path):
-  _write(tmp_path / "train.tsv", [("jump", "I_JUMP")])
+  write_pairs(tmp_path / "train.tsv", [("jump", "I_JUMP")])
   with open(tmp_path / "train.tsv", "a", encoding="utf-8") as f:
     f.write("no tab here\n")
   registry.register_dataset("t_bad", tmp_path,
@@ -143,7 +135,7 @@ def test_malformed_line_fails_naming_file_and_line(tmp_path):
 def test_missing_data_is_a_clear_error(tmp_path):
   with pytest.raises(ValueError, match="none of train.tsv"):
     registry.register_dataset("t_none", tmp_path)
-  _write(tmp_path / "train.tsv", [("jump", "I_JUMP")])
+  write_pairs(tmp_path / "train.tsv", [("jump", "I_JUMP")])
   with pytest.raises(ValueError, match="no such synthetic"):
     registry.register_dataset("t_none", tmp_path,
                               synthetic_tsv=tmp_path / "nope.tsv")
@@ -162,13 +154,13 @@ def test_register_from_env(tmp_path, monkeypatch):
   pairs = _scan_like()
   # A flat dataset directory and an `augment --out` run directory.
   (tmp_path / "t_env_a").mkdir()
-  _write(tmp_path / "t_env_a" / "train.tsv", pairs[:3])
-  _write(tmp_path / "t_env_a" / "synthetic.tsv", pairs[3:6])
+  write_pairs(tmp_path / "t_env_a" / "train.tsv", pairs[:3])
+  write_pairs(tmp_path / "t_env_a" / "synthetic.tsv", pairs[3:6])
   run = tmp_path / "t_env-b"
   (run / "data").mkdir(parents=True)
   (run / "samples").mkdir()
-  _write(run / "data" / "train.tsv", pairs[:3])
-  _write(run / "samples" / "samples.tsv", pairs[6:9])
+  write_pairs(run / "data" / "train.tsv", pairs[:3])
+  write_pairs(run / "samples" / "samples.tsv", pairs[6:9])
   (tmp_path / "not_data").mkdir()
   monkeypatch.setenv(registry.ENV_DATA, str(tmp_path))
   try:
@@ -179,8 +171,8 @@ def test_register_from_env(tmp_path, monkeypatch):
     assert sorted(t for t, _ in texts) == sorted(i for i, _ in pairs[6:9])
     # A root that is itself a dataset: its data/ is not another one.
     got = registry.register_from_env(f"{run}/", seqio.ByteVocabulary())
-    assert got == [("t_env_b", "t_env_b_csl_synthetic",
-                    "t_env_b_csl_mixture")]
+    assert [n[:3] for n in got] == [("t_env_b", "t_env_b_csl_synthetic",
+                                     "t_env_b_csl_mixture")]
   finally:
     for name in ("t_env_a", "t_env_b"):
       registry.unregister_dataset(name)
@@ -217,7 +209,7 @@ def test_vocabulary_from_env_and_gin(tmp_path, monkeypatch):
 
 def test_trained_sentencepiece_round_trips_through_a_task(tmp_path):
   pairs = _scan_like()
-  train = _write(tmp_path / "train.tsv", pairs)
+  train = write_pairs(tmp_path / "train.tsv", pairs)
   model = vocab.train_sentencepiece([train], str(tmp_path / "spm"), 60)
   sp = vocab.get_vocabulary("sentencepiece", model)
   assert sp is vocab.get_vocabulary("sentencepiece", model)
@@ -235,7 +227,7 @@ def test_cli_vocab_word_model_gives_one_piece_per_word(tmp_path):
   import json  # pylint: disable=g-import-not-at-top
   from csl_jax.cli import main as cli  # pylint: disable=g-import-not-at-top
   pairs = _scan_like()
-  train = str(_write(tmp_path / "train.tsv", pairs))
+  train = str(write_pairs(tmp_path / "train.tsv", pairs))
   prefix = str(tmp_path / "v" / "words")
   assert cli.main(["vocab", "--tsv", train, "--out", prefix,
                    "--model_type", "word", "--vocab_size", "64"]) == 0

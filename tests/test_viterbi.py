@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 import numpy as np
 import pytest
 
-from csl_jax.cky.grammar_arrays import encode_grammar
+from csl_jax.cky.grammar_arrays import encode_qcfg
 from csl_jax.model import contexts
 from csl_jax.model import viterbi
 from csl_jax.model import viterbi_reference as ref
@@ -29,7 +29,7 @@ def model(text, log_p=None, fill=-1.0):
   """(rules, grammar, log_p, ctx_index); log_p defaults to `fill` anywhere
   (scores need not be normalized for the argmax)."""
   rules = parse_rules(text)
-  grammar = encode_grammar(rules)
+  grammar = encode_qcfg(rules)
   ctx = contexts.context_index(rules, grammar.max_nts)
   if log_p is None:
     log_p = np.full((contexts.num_contexts(rules), len(rules)), fill)

@@ -12,7 +12,7 @@ from typing import Iterable, List, Optional, Sequence, Tuple
 import numpy as np
 
 from csl_jax.cky import qcfg_kernel
-from csl_jax.cky.grammar_arrays import EncodedGrammar
+from csl_jax.cky.grammar_arrays import QCFGArrays
 from csl_jax.errors import InputError
 
 DEFAULT_MAX_SOURCE_LEN = 64
@@ -97,7 +97,7 @@ def _check_lengths(pairs, max_source_len, max_target_len, skip_too_long,
   return keep
 
 
-def _pack(grammar: EncodedGrammar, pairs, keep):
+def _pack(grammar: QCFGArrays, pairs, keep):
   xs = [grammar.encode_source(pairs[i][0]) for i in keep]
   ys = [grammar.encode_target(pairs[i][1]) for i in keep]
 
@@ -115,7 +115,7 @@ def _tokenize(pairs) -> List[Tuple[Sequence[str], Sequence[str]]]:
            y.split() if isinstance(y, str) else y) for x, y in pairs]
 
 
-def _grammar_args(g: EncodedGrammar):
+def _grammar_args(g: QCFGArrays):
   return (g.src_sym, g.src_len, g.tgt_sym, g.tgt_len, g.tgt_first, g.num_nts,
           g.max_nts, len(g.source_vocab), len(g.target_vocab), g.anchor_off,
           g.anchor_rules, g.free_rules)
@@ -129,7 +129,7 @@ class BatchResult:
   num_skipped: int
 
 
-def derivable(grammar: EncodedGrammar, pairs: Iterable,
+def derivable(grammar: QCFGArrays, pairs: Iterable,
               max_source_len: int = DEFAULT_MAX_SOURCE_LEN,
               max_target_len: int = DEFAULT_MAX_TARGET_LEN,
               skip_too_long: bool = False,
@@ -149,7 +149,7 @@ def derivable(grammar: EncodedGrammar, pairs: Iterable,
   return out
 
 
-def derivable_masked(grammar: EncodedGrammar, pairs, enabled: np.ndarray,
+def derivable_masked(grammar: QCFGArrays, pairs, enabled: np.ndarray,
                      include=None, exclude=None) -> np.ndarray:
   """Derivability of token-list pairs with the rules in `enabled`, plus rule
   include[b] and minus rule exclude[b] for pair b (-1: none); no length
@@ -165,7 +165,7 @@ def derivable_masked(grammar: EncodedGrammar, pairs, enabled: np.ndarray,
   return kernel(*_pack(grammar, pairs, range(size)), *_grammar_args(grammar),
                 enabled, include, exclude)
 
-def build_forests(grammar: EncodedGrammar, pairs: Iterable,
+def build_forests(grammar: QCFGArrays, pairs: Iterable,
                   max_source_len: int = DEFAULT_MAX_SOURCE_LEN,
                   max_target_len: int = DEFAULT_MAX_TARGET_LEN,
                   skip_too_long: bool = False,
@@ -181,7 +181,7 @@ def build_forests(grammar: EncodedGrammar, pairs: Iterable,
   return batch, BatchResult(keep, len(pairs) - len(keep))
 
 
-def build_forest(grammar: EncodedGrammar, x, y) -> Forest:
+def build_forest(grammar: QCFGArrays, x, y) -> Forest:
   batch, _ = build_forests(grammar, [(x, y)], max_source_len=10**9,
                            max_target_len=10**9)
   return batch[0]
@@ -208,7 +208,7 @@ class SourceForest:
                                 self.edge_children)]
 
 
-def parse_source(grammar: EncodedGrammar, x,
+def parse_source(grammar: QCFGArrays, x,
                  max_source_len: int = DEFAULT_MAX_SOURCE_LEN,
                  source: Optional[str] = None, line: Optional[int] = None
                  ) -> SourceForest:

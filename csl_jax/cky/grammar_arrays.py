@@ -18,7 +18,7 @@ DEFAULT_MAX_NTS = 4
 
 
 @dataclasses.dataclass(frozen=True)
-class EncodedGrammar:
+class QCFGArrays:
   rules: Tuple[Rule, ...]
   source_vocab: Dict[str, int]
   target_vocab: Dict[str, int]
@@ -59,8 +59,8 @@ def _symbols(tokens: Sequence[str], vocab: Dict[str, int]) -> List[int]:
   return out
 
 
-def encode_grammar(rules: Sequence[Rule],
-                   max_nts: int = DEFAULT_MAX_NTS) -> EncodedGrammar:
+def encode_qcfg(rules: Sequence[Rule],
+                max_nts: int = DEFAULT_MAX_NTS) -> QCFGArrays:
   rules = tuple(rules)
   source_vocab: Dict[str, int] = {}
   target_vocab: Dict[str, int] = {}
@@ -90,9 +90,9 @@ def encode_grammar(rules: Sequence[Rule],
         tgt_first[i, t] = True
         seen.add(sym)
   anchor_off, anchor_rules, free_rules = _anchor_index(srcs, len(source_vocab))
-  return EncodedGrammar(rules, source_vocab, target_vocab, src_sym, src_len,
-                        tgt_sym, tgt_len, num_nts, tgt_first, max_nts,
-                        anchor_off, anchor_rules, free_rules)
+  return QCFGArrays(rules, source_vocab, target_vocab, src_sym, src_len,
+                    tgt_sym, tgt_len, num_nts, tgt_first, max_nts,
+                    anchor_off, anchor_rules, free_rules)
 
 
 def _anchor_index(srcs: List[List[int]], vocab_size: int):

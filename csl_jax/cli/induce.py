@@ -1,116 +1,9 @@
 """`csl-jax induce`: a QCFG from training pairs (CSL grammar induction)."""
 
 import argparse
-import dataclasses
-import os
-import resource
-from typing import List, Optional, Sequence
 
-from absl import logging
-import gin
-import tqdm
-
-from csl_jax.cky import forest
-from csl_jax.cky.grammar_arrays import encode_grammar
 from csl_jax.cli import stage
-from csl_jax.data import tsv
-from csl_jax.errors import InputError
-from csl_jax.induction import seed_rules as seed_lib
-from csl_jax.induction.search import InductionConfig, Inducer, StepRecord
-from csl_jax.qcfg.output_cfg import OutputCFG, load_output_cfg
-from csl_jax.qcfg.rules import Rule, load_rules, nt_index, save_rules
-
-SEED_GENERATORS = ("exact_match", "ibm1")
-
-
-def target_checker(cfg: OutputCFG):
-  """A rule's target must be derivable from some output-CFG category with
-  its NTs replaced by categories (repeated NTs by the same one)."""
-  cache = {}
-
-  def ok(rule: Rule) -> bool:
-    found = cache.get(rule.target)
-    if found is None:
-      ids = [nt_index(t) or -1 for t in rule.target]
-      found = cfg.recognizes_with_slots(
-          rule.target, [i > 0 for i in ids], slot_ids=ids,
-          category=cfg.categories)
-      cache[rule.target] = found
-    return found
-
-  return ok
-
-
-@gin.configurable(module="induce")
-def induce(out_dir: str, train: str, seed_rules: Optional[str] = None,
-           seed_generators: Sequence[str] = (),
-           exact_match_exclude: Sequence[str] = (),
-           output_cfg: Optional[str] = None,
-           skip_malformed: bool = False,
-           max_source_len: int = forest.DEFAULT_MAX_SOURCE_LEN,
-           max_target_len: int = forest.DEFAULT_MAX_TARGET_LEN,
-           config: Optional[InductionConfig] = None) -> dict:
-  """Writes DIR/grammar.qcfg, DIR/summary.json; resumes from
-  DIR/induction_state.json when the data and config are unchanged."""
-  config = config or InductionConfig()
-  with stage.stage(out_dir, stage.command_line()) as summary:
-    stats = tsv.ReadStats()
-    examples = tsv.read_tsv(train, skip_malformed=skip_malformed,
-                            stats=stats)
-    pairs = []
-    for line, ex in enumerate(examples, start=1):
-      x, y = ex.input.split(), ex.output.split()
-      if len(x) > max_source_len or len(y) > max_target_len:
-        raise InputError(f"example longer than the bound ({len(x)} > "
-                         f"{max_source_len} or {len(y)} > {max_target_len} "
-                         "tokens)", train, line)
-      if any(nt_index(t) for t in x + y):
-        raise InputError("token of the form NT_k is reserved for "
-                         "nonterminals", train, line)
-      pairs.append((x, y))
-    seeds: List[Rule] = list(load_rules(seed_rules)) if seed_rules else []
-    for name in seed_generators:
-      if name == "exact_match":
-        seeds += seed_lib.exact_match_rules(examples,
-                                            exclude=set(exact_match_exclude))
-      elif name == "ibm1":
-        seeds += seed_lib.ibm1_lexical_rules(examples)
-      else:
-        raise InputError(f"unknown seed rule generator {name!r}; valid: "
-                         f"{', '.join(SEED_GENERATORS)}")
-    seeds = sorted(set(seeds), key=str)
-    checker = target_checker(load_output_cfg(output_cfg)) if output_cfg \
-        else None
-    inducer = Inducer(pairs, config, seeds, checker)
-    bar = tqdm.tqdm(desc="induction steps", unit="step", mininterval=1.0)
-
-    def progress(record: StepRecord):
-      bar.update(1)
-      bar.set_postfix(partition=record.partition, rules=record.num_rules,
-                      objective=record.objective)
-      logging.info("partition %d step %d: %d rules, objective %.2f, "
-                   "-%d +%d, %.2fs", record.partition, record.step,
-                   record.num_rules, record.objective, record.num_removed,
-                   record.num_added, record.seconds)
-
-    result = inducer.run(os.path.join(out_dir, "induction_state.json"),
-                         progress)
-    bar.close()
-    save_rules(os.path.join(out_dir, "grammar.qcfg"), result.rules)
-    derived = forest.derivable(encode_grammar(result.rules, config.max_nts),
-                               pairs, max_source_len=10**9,
-                               max_target_len=10**9)
-    summary.update(
-        train=os.fspath(train), num_examples=len(pairs),
-        num_skipped_malformed=stats.num_skipped, num_seed_rules=len(seeds),
-        num_rules=len(result.rules),
-        objective=inducer.objective.total(result.rules),
-        num_steps=len(result.history),
-        train_coverage=float(derived.mean()) if len(pairs) else 0.0,
-        peak_memory_mb=round(resource.getrusage(
-            resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-        config=dataclasses.asdict(config))
-  return dict(summary)
+from csl_jax.methods.csl import induce as induce_lib
 
 
 def add_parser(subparsers) -> None:
@@ -124,8 +17,6 @@ def add_parser(subparsers) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-  kwargs = {n: getattr(args, n) for n in ("seed_rules", "output_cfg",
-                                          "skip_malformed")
-            if getattr(args, n) is not None}
-  induce(args.out, args.train, **kwargs)
+  stage.run(args.out, induce_lib.induce, args.train,
+            **stage.given(args, "seed_rules", "output_cfg", "skip_malformed"))
   return 0

@@ -9,8 +9,12 @@ import os
 import sys
 from typing import List, Optional
 
-from absl import logging
-import gin
+# Before TensorFlow or JAX can be imported: no CUDA probe noise on CPU.
+from csl_jax import quiet  # pylint: disable=g-bad-import-order
+quiet.silence_accelerator_logs()
+
+from absl import logging  # pylint: disable=g-import-not-at-top
+import gin  # pylint: disable=g-import-not-at-top
 
 from csl_jax.cli import augment
 from csl_jax.cli import coverage
@@ -74,6 +78,19 @@ def build_parser() -> argparse.ArgumentParser:
   return parser
 
 
+def _check_out(path: str) -> None:
+  """--out must be a directory we can write, checked before any work."""
+  if os.path.exists(path) and not os.path.isdir(path):
+    raise InputError("--out exists and is not a directory", path)
+  try:
+    os.makedirs(path, exist_ok=True)
+  except OSError as e:
+    raise InputError(f"cannot create --out ({e.strerror.lower()})",
+                     path) from None
+  if not os.access(path, os.W_OK | os.X_OK):
+    raise InputError("--out is not writable (permission denied)", path)
+
+
 def main(argv: Optional[List[str]] = None) -> int:
   argv = list(sys.argv[1:] if argv is None else argv)
   logging.set_verbosity(logging.INFO)
@@ -82,6 +99,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     files, bindings, rest = _split_gin_flags(argv)
     args = build_parser().parse_args(rest)
     module = SUBCOMMANDS[args.subcommand]
+    if getattr(args, "out", None) and args.subcommand != "vocab":  # a prefix
+      _check_out(args.out)
     if hasattr(module, "register_configurables"):
       module.register_configurables()
     try:

@@ -2,56 +2,39 @@
 
 import argparse
 import dataclasses
-import os
-from typing import Optional
-
-import gin
 
 from csl_jax.cli import stage
-from csl_jax.data import tsv
-from csl_jax.model.saved import load_model
+from csl_jax.methods.csl import sample as sample_lib
 from csl_jax.sampling import sampler
 
-
-@gin.configurable(module="sample")
-def sample(out_dir: str, model: str, num: int = 100_000,
-           use_output_cfg: bool = True,
-           config: Optional[sampler.SampleConfig] = None) -> dict:
-  """Writes DIR/samples.tsv and DIR/summary.json (rates, distinct inputs)."""
-  config = config or sampler.SampleConfig()
-  with stage.stage(out_dir, stage.command_line()) as summary:
-    saved = load_model(model)
-    result = sampler.sample(saved, num, config,
-                            saved.output_cfg if use_output_cfg else None)
-    tsv.write_tsv(os.path.join(out_dir, "samples.tsv"), result.pairs)
-    summary.update(model=os.fspath(model), num_requested=num,
-                   num_examples=len(result.pairs),
-                   config=dataclasses.asdict(config),
-                   **{k: v for k, v in result.stats.items()
-                      if k != "seconds"},
-                   sample_seconds=round(result.stats["seconds"], 3))
-  return dict(summary)
+_DEFAULTS = sampler.SampleConfig()
 
 
 def add_parser(subparsers) -> None:
-  p = subparsers.add_parser("sample", help="sample synthetic pairs")
+  p = subparsers.add_parser(
+      "sample", help="sample synthetic pairs",
+      epilog="Flags left out take their gin bindings (sample.*, "
+      "SampleConfig.*), else the defaults shown.")
   p.add_argument("--model", required=True, help="a `csl-jax fit` directory")
-  p.add_argument("--num", type=int)
-  p.add_argument("--seed", type=int)
-  p.add_argument("--temperature", type=float, help="inf: uniform p(r | s)")
-  p.add_argument("--depth_bias", type=float)
-  p.add_argument("--max_depth", type=int)
-  p.add_argument("--dedup", action="store_true", default=None)
+  p.add_argument("--num", type=int, help="pairs to draw, >= 1 "
+                 "(default: 100000)")
+  p.add_argument("--seed", type=int, help=f"default: {_DEFAULTS.seed}")
+  p.add_argument("--temperature", type=float,
+                 help="> 0; inf: uniform p(r | s) "
+                 f"(default: {_DEFAULTS.temperature})")
+  p.add_argument("--depth_bias", type=float,
+                 help=f"default: {_DEFAULTS.depth_bias}")
+  p.add_argument("--max_depth", type=int,
+                 help=f">= 1 (default: {_DEFAULTS.max_depth})")
+  p.add_argument("--dedup", action="store_true", default=None,
+                 help="distinct pairs only (the summary counts any shortfall)")
   p.add_argument("--out", required=True)
 
 
 def main(args: argparse.Namespace) -> int:
-  overrides = {k: getattr(args, k) for k in (
-      "seed", "temperature", "depth_bias", "max_depth", "dedup")
-               if getattr(args, k) is not None}
-  config = sampler.SampleConfig()
-  if overrides:
-    config = dataclasses.replace(config, **overrides)
-  kwargs = {"num": args.num} if args.num else {}
-  sample(args.out, args.model, config=config, **kwargs)
+  overrides = stage.given(args, "seed", "temperature", "depth_bias",
+                          "max_depth", "dedup")
+  config = dataclasses.replace(sampler.SampleConfig(), **overrides)
+  stage.run(args.out, sample_lib.sample, args.model, config=config,
+            **stage.given(args, "num"))
   return 0

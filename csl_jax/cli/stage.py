@@ -45,6 +45,26 @@ def command_line() -> str:
                   for a in _COMMAND_LINE)
 
 
+def given(args, *names: str, rename=None) -> Dict[str, Any]:
+  """The flags the user gave, as keyword arguments (`rename`: flag -> arg).
+
+  Flags left out are not passed, so gin bindings and the library's
+  defaults apply.
+  """
+  rename = rename or {}
+  return {rename.get(n, n): getattr(args, n) for n in names
+          if getattr(args, n, None) is not None}
+
+
+def run(out_dir: str, fn, *args, **kwargs) -> Dict[str, Any]:
+  """Calls a library stage function `fn(out_dir, ...)` that returns its
+  summary, and writes that as `out_dir/summary.json` with the command line
+  and the time taken."""
+  with stage(out_dir, command_line()) as summary:
+    summary.update(fn(out_dir, *args, **kwargs))
+  return dict(summary)
+
+
 def report_input_error(e: InputError) -> int:
   print(f"csl-jax: error: {e.text}", file=sys.stderr)
   return 2

@@ -19,7 +19,8 @@ from csl_jax.files import atomic_write_text
 def _add_task_flags(p) -> None:
   p.add_argument("--task", required=True,
                  help="SeqIO task or mixture, e.g. NAME_csl_mixture")
-  p.add_argument("--data_dir", help="register the task from <split>.tsv here")
+  p.add_argument("--data_dir", help="register the task from here: a "
+                 "`csl-jax augment` run directory, or <split>.tsv files")
   p.add_argument("--synthetic", help="synthetic pairs for NAME_csl_*")
 
 
@@ -41,22 +42,33 @@ def add_parser(subparsers) -> None:
   p.add_argument("--out", required=True)
 
 
-def _base_name(task: str) -> str:
+def _base_name(task: str, methods) -> str:
+  """The dataset name in a task name `NAME[_<method>_{synthetic,mixture}|
+  _all_mixture|_reversed]`, for the methods present."""
   import tasks  # pylint: disable=g-import-not-at-top
-  for suffix in (tasks.registry.MIXTURE_SUFFIX,
-                 tasks.registry.SYNTHETIC_SUFFIX):
+  suffixes = [tasks.registry.ALL_MIXTURE_SUFFIX,
+              tasks.registry.REVERSED_SUFFIX]
+  suffixes += [f"_{m}_{kind}" for m in methods
+               for kind in ("synthetic", "mixture")]
+  for suffix in sorted(suffixes, key=len, reverse=True):
     if task.endswith(suffix):
       return task[:-len(suffix)]
   return task
 
 
 def _register(task, data_dir, synthetic) -> None:
-  """Registers from --data_dir; else the task must be registered already."""
+  """Registers from --data_dir (a run directory of `csl-jax augment`, or a
+  directory of <split>.tsv with --synthetic as method csl); else the task
+  must be registered already."""
   if data_dir:
     import tasks  # pylint: disable=g-import-not-at-top
     try:
-      tasks.register_dataset(_base_name(task), data_dir,
-                             synthetic_tsv=synthetic)
+      if os.path.isdir(os.path.join(data_dir, tasks.registry.RUN_DATA_DIR)):
+        methods, _ = tasks.registry.find_methods(data_dir)
+        tasks.register_run(data_dir, name=_base_name(task, methods))
+      else:
+        tasks.register_dataset(_base_name(task, ["csl"]), data_dir,
+                               synthetic_tsv=synthetic)
     except ValueError as e:
       raise InputError(str(e)) from None
   import seqio  # pylint: disable=g-import-not-at-top
@@ -76,11 +88,10 @@ def _train(args) -> int:
   extra = {"data_dir": args.data_dir and os.path.abspath(args.data_dir),
            "synthetic": args.synthetic and os.path.abspath(args.synthetic)}
   with stage.stage(args.out, stage.command_line()) as summary:
-    try:
-      summary.update(train.train(args.out, args.task, config=config,
-                                 extra_config=extra))
-    except ValueError as e:  # A configuration the run cannot take.
-      raise InputError(str(e)) from None
+    # The trainer raises InputError for configurations it cannot take;
+    # anything else is a bug and keeps its traceback.
+    summary.update(train.train(args.out, args.task, config=config,
+                               extra_config=extra))
   return 0
 
 

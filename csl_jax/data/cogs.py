@@ -545,12 +545,12 @@ def from_varfree(varfree: str, sentence: str) -> str:
   return _emit(root)
 
 
-def convert_file(in_path: str, out_path: str,
-                 primitives: str = "word") -> int:
-  """Writes `sentence<TAB>varfree` for every line of a COGS TSV.
+def convert_examples(in_path: str,
+                     primitives: str = "word") -> List[tsv.Example]:
+  """`(sentence, varfree)` for every line of a COGS TSV.
 
-  The category column, if any, is not written. Returns the number of lines.
-  Raises InputError naming the file and line of a bad one.
+  The category column, if any, is dropped. Raises InputError naming the
+  file and line of a bad one.
   """
   examples = load_cogs(in_path)  # No skipping: row i is line i + 1.
   out = []
@@ -560,4 +560,10 @@ def convert_file(in_path: str, out_path: str,
                                                   primitives)))
     except InputError as e:
       raise InputError(e.message, os.fspath(in_path), line) from None
-  return tsv.write_tsv(out_path, out)
+  return out
+
+
+def convert_file(in_path: str, out_path: str,
+                 primitives: str = "word") -> int:
+  """Writes `convert_examples(in_path)`; returns the number of lines."""
+  return tsv.write_tsv(out_path, convert_examples(in_path, primitives))

@@ -16,21 +16,24 @@ The interpretation maps a command to a sequence of the actions I_WALK,
 I_LOOK, I_RUN, I_JUMP, I_TURN_LEFT and I_TURN_RIGHT ("turn" alone is no
 action; "x after y" is y's actions, then x's).
 
-`make_split` builds the `simple`, `addprim_jump`, `addprim_turn_left` and
-`length` splits; the rule-defined ones equal the published files as multisets
+`make_split` builds the `simple`, `addprim_jump`, `addprim_turn_left`,
+`length` and `template_around_right` splits; the rule-defined ones equal the published files as multisets
 of lines (checked by scripts/reproduce_scan_splits.py).
 """
 
 import functools
 import os
 import random
+import socket
 from typing import (Dict, Iterable, List, Mapping, Optional, Tuple,
                     Union)
+import urllib.parse
 
 from csl_jax.data.tsv import Example, read_tsv
 from csl_jax.errors import InputError
 
-SPLITS = ("simple", "addprim_jump", "addprim_turn_left", "length")
+SPLITS = ("simple", "addprim_jump", "addprim_turn_left", "length",
+          "template_around_right")
 
 PRIMITIVES = ("walk", "look", "run", "jump")
 DIRECTIONS = ("left", "right")
@@ -56,6 +59,14 @@ LENGTH_MAX_TRAIN_ACTIONS = 22
 # "turn left" plus "turn left" 2,189 times (19,701 / 9 = 2,189; 2,189 of
 # 21,890 lines). Both divide exactly.
 PRIMITIVE_TRAIN_SHARE_DENOMINATOR = 10
+
+# `template_around_right` (Loula et al., 2018; GECA's and Zhou et al.'s
+# "around right"): test holds the commands with `U around right` for a
+# primitive U, train those without `around right`; a command with `turn
+# around right` is in neither (published: 15,225 train / 4,476 test, equal
+# as multisets; the 1,209 others are the commands with `turn around right`).
+TEMPLATE = "around right"
+TEMPLATE_DROPPED = "turn around right"
 
 # Split name -> the primitive held out (as a command).
 _ADDPRIM = {"addprim_jump": "jump", "addprim_turn_left": "turn left"}
@@ -218,7 +229,11 @@ def make_split(name: str, seed: int = 0) -> Tuple[List[Example],
     test = [examples[i] for i in order[:num_test]]
     train = [examples[i] for i in order[num_test:]]
     return train, test
-  if name == "length":
+  if name == "template_around_right":
+    kept = [e for e in examples if not _contains(e.input, TEMPLATE_DROPPED)]
+    train = [e for e in kept if not _contains(e.input, TEMPLATE)]
+    test = [e for e in kept if _contains(e.input, TEMPLATE)]
+  elif name == "length":
     train = [e for e in examples
              if len(e.output.split()) <= LENGTH_MAX_TRAIN_ACTIONS]
     test = [e for e in examples
@@ -269,16 +284,63 @@ def load_tfds(split_name: str, data_dir: Optional[str] = None
   Returns (train, test). tensorflow_datasets is imported only here.
   """
   _check_split_name(split_name)
+  from csl_jax import quiet  # pylint: disable=g-import-not-at-top
   try:
-    import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
+    quiet.silence_accelerator_logs()
+    with quiet.filtered_stderr():  # TF's CUDA probe lines on import
+      import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
   except ImportError:
     raise InputError("load_tfds needs tensorflow_datasets "
                      "(pip install tensorflow-datasets)") from None
-  result: Dict[str, List[Example]] = {}
-  for part in ("train", "test"):
-    ds = tfds.load(f"scan/{split_name}", split=part, data_dir=data_dir)
-    result[part] = examples_from_tfds_records(tfds.as_numpy(ds))
+  name = f"scan/{split_name}"
+  try:
+    builder = tfds.builder(name, data_dir=data_dir)
+    if not builder.data_path.exists():
+      # tfds would retry the download for minutes offline: fail fast.
+      host, port = _download_host()
+      if not _reachable(host, port):
+        raise InputError(
+            f"TFDS has no prepared {name} in {builder.data_dir} and "
+            f"{host}:{port} is unreachable (offline?); use --source "
+            "generate (the default: no network) or --source local "
+            "--data_dir DIR with train.tsv/test.tsv", data_dir)
+      builder.download_and_prepare(download_config=tfds.download
+                                   .DownloadConfig(try_download_gcs=False))
+    result: Dict[str, List[Example]] = {}
+    for part in ("train", "test"):
+      ds = builder.as_dataset(split=part)
+      result[part] = examples_from_tfds_records(tfds.as_numpy(ds))
+  except InputError:
+    raise
+  except Exception as e:  # pylint: disable=broad-except
+    # tfds raises many types (network, disk, registration): one line.
+    raise InputError(f"TFDS could not load {name}: {type(e).__name__}: "
+                     f"{str(e).splitlines()[0] if str(e) else ''}",
+                     data_dir) from None
   return result["train"], result["test"]
+
+
+_SCAN_DOWNLOAD = ("github.com", 443)  # tfds' SCAN builder's _DATA_URL host
+
+
+def _download_host() -> Tuple[str, int]:
+  """Where the download connects first: the HTTPS proxy if one is set."""
+  proxy = os.environ.get("HTTPS_PROXY") or os.environ.get("https_proxy")
+  if proxy:
+    parsed = urllib.parse.urlparse(proxy if "//" in proxy
+                                   else f"http://{proxy}")
+    if parsed.hostname:
+      return parsed.hostname, parsed.port or 8080
+  return _SCAN_DOWNLOAD
+
+
+def _reachable(host: str, port: int, timeout: float = 5.0) -> bool:
+  """Whether a TCP connection to host:port opens within `timeout` s."""
+  try:
+    with socket.create_connection((host, port), timeout=timeout):
+      return True
+  except OSError:
+    return False
 
 
 def load_local(directory: str) -> Tuple[List[Example], List[Example]]:

@@ -1,8 +1,14 @@
 """Reading and writing `input<TAB>output` example files.
 
-A malformed line (no tab, extra tabs, an empty side) is an InputError naming
-the file and line. With `skip_malformed=True` such lines are skipped and
-counted in the returned `ReadStats`; nothing is ever dropped silently.
+A malformed line (no tab, extra tabs, an empty side, a blank line between
+examples) is an InputError naming the file and line. With
+`skip_malformed=True` such lines are skipped and counted in the returned
+`ReadStats`; nothing is ever dropped silently.
+
+Accepted as they are: CRLF line ends, a missing final newline, a UTF-8 BOM
+(removed, never glued to the first token) and blank lines at the end of the
+file (common in hand-edited files). A file with no example at all is an
+error: every stage needs at least one.
 """
 
 import dataclasses
@@ -11,7 +17,7 @@ import os
 from typing import Iterable, List, NamedTuple, Optional, Sequence, Tuple
 
 from csl_jax.errors import InputError
-from csl_jax.files import atomic_write_text
+from csl_jax.files import atomic_write_text, read_text
 
 
 class Example(NamedTuple):
@@ -44,16 +50,31 @@ def parse_lines(lines: Iterable[str], source: str = "<string>",
                 skip_malformed: bool = False,
                 num_columns: Tuple[int, ...] = (2,),
                 stats: Optional[ReadStats] = None) -> List[Tuple[str, ...]]:
-  """Splits and validates tab-separated lines; returns the rows."""
+  """Splits and validates tab-separated lines; returns the rows.
+
+  Blank (or whitespace-only) lines are fine at the end of the input only: a
+  blank line followed by an example is malformed.
+  """
   stats = stats if stats is not None else ReadStats()
   rows = []
+  blank = []  # line numbers of blank lines not yet followed by an example
   for line_number, line in enumerate(lines, start=1):
     line = line.rstrip("\n").rstrip("\r")
-    if not line:
-      reason = "empty line"
-    else:
-      parts = line.split("\t")
-      reason = _check_line(parts, num_columns)
+    if line_number == 1 and line.startswith("\ufeff"):
+      line = line[1:]  # A BOM is not part of the first token.
+    if not line.strip() and "\t" not in line:  # A lone tab is malformed.
+      blank.append(line_number)
+      continue
+    for number in blank:  # Blank lines between examples.
+      reason = ("empty line (blank lines are allowed only at the end of the "
+                "file)")
+      if not skip_malformed:
+        raise InputError(reason, source, number)
+      stats.num_skipped += 1
+      stats.skipped.append((number, reason))
+    blank = []
+    parts = line.split("\t")
+    reason = _check_line(parts, num_columns)
     if reason:
       if not skip_malformed:
         raise InputError(reason, source, line_number)
@@ -66,16 +87,25 @@ def parse_lines(lines: Iterable[str], source: str = "<string>",
 
 
 def read_tsv(path: str, skip_malformed: bool = False,
-             stats: Optional[ReadStats] = None) -> List[Example]:
-  """Reads an `input<TAB>output` file (UTF-8)."""
+             stats: Optional[ReadStats] = None,
+             allow_empty: bool = False) -> List[Example]:
+  """Reads an `input<TAB>output` file (UTF-8).
+
+  A missing, unreadable or non-UTF-8 file, a directory, and (unless
+  `allow_empty`) a file without a single example are InputErrors.
+  """
   path = os.fspath(path)
-  try:
-    with io.open(path, encoding="utf-8") as f:
-      rows = parse_lines(f, path, skip_malformed, (2,), stats)
-  except UnicodeDecodeError as e:
-    raise InputError(f"not valid UTF-8 ({e.reason})", path) from None
-  except FileNotFoundError:
-    raise InputError("no such file", path) from None
+  stats = stats if stats is not None else ReadStats()
+  text = read_text(path)
+  # io.StringIO splits lines as reading the file in text mode would.
+  rows = parse_lines(io.StringIO(text, newline=None), path, skip_malformed,
+                     (2,), stats)
+  if not rows and not allow_empty:
+    if stats.num_skipped:
+      raise InputError(f"no examples: all {stats.num_skipped} lines are "
+                       "malformed and were skipped", path)
+    raise InputError("no examples: the file is empty or has only blank "
+                     "lines", path)
   return [Example(*row) for row in rows]
 
 

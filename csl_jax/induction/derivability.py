@@ -11,7 +11,7 @@ from typing import List, Sequence, Tuple
 import numpy as np
 
 from csl_jax.cky import forest
-from csl_jax.cky.grammar_arrays import encode_grammar
+from csl_jax.cky.grammar_arrays import encode_qcfg
 from csl_jax.qcfg.rules import Rule, nt_index
 
 
@@ -32,7 +32,7 @@ class RuleChecker:
     self.index = {r: i for i, r in enumerate(self.rules)}
     leaves = [Rule((leaf(k),), (leaf(k),)) for k in range(1, max_nts + 1)]
     widest = max([r.num_nts for r in self.rules] + [max_nts, 1])
-    self.grammar = encode_grammar(self.rules + leaves, max_nts=widest)
+    self.grammar = encode_qcfg(self.rules + leaves, max_nts=widest)
     self.enabled = np.zeros(len(self.rules) + len(leaves), np.bool_)
     self.enabled[len(self.rules):] = True
 

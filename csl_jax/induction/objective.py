@@ -9,6 +9,7 @@ import dataclasses
 import math
 from typing import Dict, Iterable
 
+from csl_jax import configs
 from csl_jax.induction.statistics import PairStatistics
 from csl_jax.qcfg.rules import Rule, nt_index
 
@@ -19,6 +20,9 @@ class ObjectiveConfig:
   nonterminal_cost: float = 1.0
   source_given_target: float = 1.0  # k_alpha
   target_given_source: float = 1.0  # k_beta
+
+  def __post_init__(self):
+    configs.check_types(self)
 
 
 class Objective:

@@ -12,7 +12,7 @@ import numba
 import numpy as np
 
 from csl_jax.cky import forest as forest_lib
-from csl_jax.cky.grammar_arrays import encode_grammar
+from csl_jax.cky.grammar_arrays import encode_qcfg
 from csl_jax.qcfg.rules import Rule, format_rule
 
 
@@ -40,31 +40,12 @@ def roots_alive(node_off, edge_off, edge_rule, edge_parent, edge_children,
   return out
 
 
-def roots_alive_reference(forests, dead) -> List[bool]:
-  """Pure-Python twin: recursion over each forest's nodes."""
-  out = []
-  for f in forests:
-    memo = {}
-
-    def alive(v):
-      if v not in memo:
-        memo[v] = False  # forests are acyclic; guards only
-        memo[v] = any(
-            not dead[r] and all(alive(c) for c in cs if c >= 0)
-            for r, p, cs in zip(f.edge_rule, f.edge_parent, f.edge_children)
-            if p == v)
-      return memo[v]
-
-    out.append(f.derivable and alive(f.root))
-  return out
-
-
 def prune(rules: Sequence[Rule], pairs: Sequence[Tuple], max_nts: int,
           cost: Callable[[Rule], float], keep: Sequence[Rule] = ()
           ) -> List[Rule]:
   """Rules minus those no example needs; rules in `keep` always stay."""
   rules = list(rules)
-  grammar = encode_grammar(rules, max_nts=max(
+  grammar = encode_qcfg(rules, max_nts=max(
       [r.num_nts for r in rules] + [max_nts]))
   batch, _ = forest_lib.build_forests(grammar, pairs, max_source_len=10**9,
                                       max_target_len=10**9)

@@ -24,6 +24,7 @@ from absl import logging
 import gin
 import numpy as np
 
+from csl_jax import configs
 from csl_jax.files import atomic_write_json, read_json
 from csl_jax.induction.derivability import RuleChecker
 from csl_jax.induction.objective import Objective, ObjectiveConfig
@@ -59,6 +60,9 @@ class InductionConfig:
     return ObjectiveConfig(self.terminal_cost, self.nonterminal_cost,
                            self.source_given_target, self.target_given_source)
 
+  def __post_init__(self):
+    configs.check_types(self)
+
 
 @dataclasses.dataclass
 class StepRecord:
@@ -82,6 +86,11 @@ def _key(rule: Rule) -> str:
 
 
 _FORK_STATE = None  # (inducer, grammar, index, present) for forked workers
+
+# InductionConfig fields that only spread the work over processes: workers
+# return each rule's proposals with their (pure) costs, merged in rule order,
+# so the grammar does not depend on them (test_worker_processes_...).
+_PARALLELISM_FIELDS = ("num_workers", "min_rules_per_worker")
 
 
 def _fork_is_safe() -> bool:
@@ -151,12 +160,20 @@ class _TerminalIndex:
 
 
 class Inducer:
-  """Runs the search over one training set."""
+  """Runs the search over one training set.
+
+  `target_ok` restricts the rules' targets (e.g. to the output CFG's
+  language); `checker_key` names what it checks (e.g. the sha256 of the
+  output CFG file's text) for `fingerprint`. A `target_ok` without a key
+  makes the run unresumable: a state file could come from another checker.
+  """
 
   def __init__(self, pairs: Sequence[Pair], config: InductionConfig,
                seed_rules: Sequence[Rule] = (),
-               target_ok: Optional[Callable[[Rule], bool]] = None):
+               target_ok: Optional[Callable[[Rule], bool]] = None,
+               checker_key: Optional[str] = None):
     self.config = config
+    self.checker_key = checker_key
     self.pairs = [(tuple(x), tuple(y)) for x, y in pairs]
     self.seed_rules = list(seed_rules)
     self._seed_set = frozenset(self.seed_rules)
@@ -378,9 +395,17 @@ class Inducer:
     return sorted(set(grammar) | {r for r, d in zip(new, derived) if not d},
                   key=_key)
 
-  def fingerprint(self) -> str:
+  def fingerprint(self) -> Optional[str]:
+    """sha256 of what determines the result: the config less the
+    `_PARALLELISM_FIELDS`, the pairs, the seed rules and the checker's key;
+    None (never resume) for a target checker without a key."""
+    if self._target_ok is not None and self.checker_key is None:
+      return None
     h = hashlib.sha256()
-    h.update(json.dumps(dataclasses.asdict(self.config),
+    settings = {k: v for k, v in dataclasses.asdict(self.config).items()
+                if k not in _PARALLELISM_FIELDS}
+    checker = None if self._target_ok is None else self.checker_key
+    h.update(json.dumps({"config": settings, "checker": checker},
                         sort_keys=True).encode())
     for x, y in self.pairs:
       h.update((" ".join(x) + "\t" + " ".join(y) + "\n").encode())
@@ -398,14 +423,15 @@ class Inducer:
     fingerprint = self.fingerprint()
     if checkpoint and os.path.exists(checkpoint):
       state = read_json(checkpoint)
-      if state.get("fingerprint") == fingerprint:
+      if fingerprint and state.get("fingerprint") == fingerprint:
         grammar = [parse_rule(r, checkpoint) for r in state["rules"]]
         history = [StepRecord(**h) for h in state["history"]]
         start_partition, start_step = state["partition"], state["step"]
         logging.info("resuming from %s: partition %d, step %d", checkpoint,
                      start_partition, start_step)
       else:
-        logging.warning("ignoring %s: different data or config", checkpoint)
+        logging.warning("ignoring %s: other data, config, seed rules or "
+                        "target checker (or one without a key)", checkpoint)
     for p in range(start_partition, len(parts)):
       if p > start_partition or start_step == 0:
         grammar = self._add_examples(grammar, parts[p])

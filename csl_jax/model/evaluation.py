@@ -1,12 +1,17 @@
 """Exact match, the coverage breakdown of the paper's Tables 2/7, and the
-CSL + other-system ensemble (CSL where it parses, else the other)."""
+CSL + other-system ensemble (CSL where it parses, else the other).
+
+Matching is `csl_jax.evaluation.matches` (whitespace folded) and every
+accuracy and the coverage are percentages (0-100), as in `exact_match`.
+"""
 
 import io
 import os
 from typing import Dict, List, NamedTuple, Optional, Sequence
 
 from csl_jax.errors import InputError
-from csl_jax.files import atomic_write_text
+from csl_jax.evaluation import matches
+from csl_jax.files import atomic_write_text, read_text
 
 
 class Prediction(NamedTuple):
@@ -23,34 +28,43 @@ def write_predictions(path: str, predictions: Sequence[Prediction]) -> None:
 
 
 def read_predictions(path: str) -> List[Prediction]:
-  """Reads 2 (input, prediction) or 3 (+ target) columns."""
+  """Reads 2 (input, prediction) or 3 (+ target) columns. Unreadable files
+  (missing, a directory, not UTF-8), malformed lines and files without a
+  prediction are InputErrors naming the file (and line); blank lines at the
+  end are fine."""
+  path = os.fspath(path)
+  lines = io.StringIO(read_text(path), newline=None).read().split("\n")
+  while lines and not lines[-1].strip():
+    lines.pop()  # Trailing blank lines (and the final newline).
   out = []
-  try:
-    with io.open(os.fspath(path), encoding="utf-8") as f:
-      for line_number, line in enumerate(f, start=1):
-        parts = line.rstrip("\n").split("\t")
-        if len(parts) not in (2, 3) or not parts[0].strip():
-          raise InputError("expected input<TAB>prediction[<TAB>target]",
-                           os.fspath(path), line_number)
-        target = parts[2].strip() if len(parts) == 3 else ""
-        out.append(Prediction(parts[0].strip(), parts[1].strip() or None,
-                              target or None))
-  except FileNotFoundError:
-    raise InputError("no such file", os.fspath(path)) from None
+  for line_number, line in enumerate(lines, start=1):
+    parts = line.rstrip("\r").split("\t")
+    if len(parts) not in (2, 3) or not parts[0].strip():
+      raise InputError("expected input<TAB>prediction[<TAB>target]", path,
+                       line_number)
+    target = parts[2].strip() if len(parts) == 3 else ""
+    out.append(Prediction(parts[0].strip(), parts[1].strip() or None,
+                          target or None))
+  if not out:
+    raise InputError("no predictions: the file is empty", path)
   return out
 
 
+def _percent(hits: int, total: int) -> Optional[float]:
+  return 100.0 * hits / total if total else None
+
+
 def _accuracy(items) -> Optional[float]:
+  """Exact-match percentage; None for no items."""
   items = list(items)
-  if not items:
-    return None
-  return sum(p.prediction == p.target for p in items) / len(items)
+  return _percent(sum(matches(p.target, p.prediction) for p in items),
+                  len(items))
 
 
 def breakdown(csl: Sequence[Prediction],
               other: Optional[Sequence[Prediction]] = None
               ) -> Dict[str, Optional[float]]:
-  """Coverage (share with a CSL output), CSL accuracy overall and on the
+  """Coverage (% with a CSL output), CSL accuracy (%) overall and on the
   covered part; with `other`: its accuracy on covered / not covered inputs
   and the ensemble's accuracy."""
   if any(p.target is None for p in csl):
@@ -58,7 +72,7 @@ def breakdown(csl: Sequence[Prediction],
   covered = [p for p in csl if p.prediction is not None]
   out = {
       "num_examples": len(csl),
-      "coverage": len(covered) / len(csl) if csl else None,
+      "coverage": _percent(len(covered), len(csl)),
       "accuracy": _accuracy(csl),
       "accuracy_on_covered": _accuracy(covered),
   }

@@ -56,18 +56,3 @@ def tied_rule_logits(shape_logits: jnp.ndarray, lexical_logits: jnp.ndarray,
   log_within = lexical_logits - totals[rule_class]
   return (jax.nn.log_softmax(shape_logits, axis=1)[:, rule_class]
           + log_within[None, :])
-
-
-def tied_rule_logits_reference(shape_logits, lexical_logits, rule_class):
-  """Twin of `tied_rule_logits`, one probability at a time."""
-  shape_logits = np.asarray(shape_logits, np.float64)
-  lexical_logits = np.asarray(lexical_logits, np.float64)
-  out = np.zeros((shape_logits.shape[0], len(rule_class)))
-  for s, row in enumerate(shape_logits):
-    p_shape = np.exp(row) / np.exp(row).sum()
-    for r, c in enumerate(rule_class):
-      same = [q for q in range(len(rule_class)) if rule_class[q] == c]
-      p_within = (np.exp(lexical_logits[r])
-                  / sum(np.exp(lexical_logits[q]) for q in same))
-      out[s, r] = np.log(p_shape[c] * p_within)
-  return out

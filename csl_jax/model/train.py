@@ -2,12 +2,18 @@
 
 Forests are built once by the Numba CKY core; the inside pass is jitted JAX.
 Training stops at `num_steps` or when the loss has not improved by
-`tolerance` (relative) for `patience` steps. Checkpoints (params, optimizer
-state, step) are written atomically as msgpack and resumed from.
+`tolerance` (relative) for `patience` passes. Checkpoints (params, optimizer
+state, step, loss history and the fingerprint of the rules, data, max_nts and
+config) are written atomically as msgpack; a run resumes from one only if the
+fingerprint matches, and then ends with the same parameters, bit for bit, as
+an uninterrupted run.
 """
 
 import collections
 import dataclasses
+import functools
+import hashlib
+import json
 import os
 import time
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
@@ -20,8 +26,9 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from csl_jax import configs
 from csl_jax.cky import forest as forest_lib
-from csl_jax.cky.grammar_arrays import encode_grammar
+from csl_jax.cky.grammar_arrays import encode_qcfg
 from csl_jax.errors import InputError
 from csl_jax.files import atomic_write_bytes
 from csl_jax.model import contexts
@@ -29,7 +36,7 @@ from csl_jax.model import inside
 from csl_jax.model import rule_shapes
 from csl_jax.model.forest_arrays import PaddedForests, pad_forests
 from csl_jax.model.source_forests import source_forest_batch
-from csl_jax.qcfg.rules import Rule
+from csl_jax.qcfg.rules import Rule, format_rule
 
 
 @gin.configurable
@@ -54,6 +61,9 @@ class FitConfig:
   # p(r | s) = p(shape(r) | s) p(r | shape(r)): rules of one shape (e.g.
   # all `t ### T` words) share their context preferences (rule_shapes.py).
   tie_rule_shapes: bool = False
+
+  def __post_init__(self):
+    configs.check_types(self)
 
 
 def init_params(num_rules: int, num_contexts: int, num_states: int,
@@ -85,14 +95,26 @@ def untied(params, rule_class) -> Dict[str, jnp.ndarray]:
 
 
 class Dataset:
-  """Distinct training pairs with counts, their forests and batches."""
+  """Distinct training pairs with counts, their forests and batches.
+
+  Pairs longer than max_source_len / max_target_len tokens (pair forests
+  grow as n^2 m^2: one 5,000-token line exhausts memory) are an InputError
+  naming `source` and the pair's 1-based number, or with `skip_too_long`
+  are left out and counted in `num_too_long`.
+  """
 
   def __init__(self, rules: Sequence[Rule], pairs, max_nts: int,
-               batch_size: int = 0):
+               batch_size: int = 0, *,
+               max_source_len: int = forest_lib.DEFAULT_MAX_SOURCE_LEN,
+               max_target_len: int = forest_lib.DEFAULT_MAX_TARGET_LEN,
+               skip_too_long: bool = False, source: Optional[str] = None):
+    pairs = _within_bounds(pairs, max_source_len, max_target_len,
+                           skip_too_long, source)
+    self.num_too_long = pairs.num_too_long
     counts = collections.Counter((tuple(x), tuple(y)) for x, y in pairs)
     self.pairs = sorted(counts)
     self.counts = np.array([counts[p] for p in self.pairs], np.float32)
-    self.grammar = encode_grammar(rules, max_nts)
+    self.grammar = encode_qcfg(rules, max_nts)
     self.ctx_index = contexts.context_index(rules, self.grammar.max_nts)
     start = time.time()
     self.forests, _ = forest_lib.build_forests(
@@ -111,6 +133,70 @@ class Dataset:
                        for p in self.batches]
 
 
+class _Kept(list):
+  """Pairs within the length bounds; `num_too_long` were left out."""
+  num_too_long = 0
+
+
+def _within_bounds(pairs, max_source_len: int, max_target_len: int,
+                   skip_too_long: bool, source: Optional[str]) -> _Kept:
+  kept = _Kept()
+  for i, (x, y) in enumerate(pairs):
+    if len(x) <= max_source_len and len(y) <= max_target_len:
+      kept.append((x, y))
+    elif skip_too_long:
+      kept.num_too_long += 1
+    else:
+      raise InputError(
+          f"example {i + 1} has {len(x)} input and {len(y)} output tokens, "
+          f"more than the bound {max_source_len}/{max_target_len} (raise "
+          "max_source_len/max_target_len or skip such examples with "
+          "skip_too_long)", source, i + 1)
+  return kept
+
+
+# FitConfig fields that do not change the fitted parameters: a checkpoint
+# written under other values is still resumed (`max_unary` only matters to
+# `average_log_likelihoods`).
+_BOOKKEEPING_FIELDS = ("checkpoint_every", "max_unary")
+
+
+def fingerprint(rules: Sequence[Rule], data: Dataset, max_nts: int,
+                config: FitConfig) -> str:
+  """sha256 of everything that determines `fit`'s result: the rules in
+  order (they index the parameters), the distinct pairs with their counts,
+  `max_nts` and the config less `_BOOKKEEPING_FIELDS`."""
+  settings = {k: v for k, v in dataclasses.asdict(config).items()
+              if k not in _BOOKKEEPING_FIELDS}
+  key = {"rules": [format_rule(r) for r in rules],
+         "pairs": [[" ".join(x), " ".join(y), int(c)]
+                   for (x, y), c in zip(data.pairs, data.counts)],
+         "max_nts": max_nts, "config": settings}
+  return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
+
+
+def _main_start(config: FitConfig) -> int:
+  """The step at which the single-model loop starts (after `_restarts`)."""
+  return min(config.restart_steps, config.num_steps) \
+      if config.num_restarts > 1 else 0
+
+
+def _pass_means(history, num_batches: int, start: int, end: int
+                ) -> List[float]:
+  """The convergence test's per-pass mean losses after steps start+1..end,
+  as `fit`'s loop computes them (history[i] is step i + 1)."""
+  return [float(np.mean([l for _, l in history[s - num_batches:s]]))
+          for s in range(start + 1, end + 1) if s % num_batches == 0]
+
+
+def _converged(epochs: List[float], config: FitConfig) -> bool:
+  """The last `patience` passes gained less than `tolerance` (relative)."""
+  if len(epochs) <= config.patience:
+    return False
+  gain = epochs[-config.patience - 1] - epochs[-1]
+  return gain < config.tolerance * max(abs(epochs[-1]), 1.0)
+
+
 def _loss(params, forests, rule_mask, rule_class):
   ll = inside.log_likelihood(untied(params, rule_class), forests, rule_mask)
   w = forests.weights
@@ -123,10 +209,12 @@ def _as_jax(p: PaddedForests):
 
 def fit(rules: Sequence[Rule], pairs, config: FitConfig, max_nts: int = 4,
         checkpoint: Optional[str] = None,
-        on_step: Optional[Callable[[int, float], None]] = None):
+        on_step: Optional[Callable[[int, float], None]] = None, **bounds):
   """Returns (params, history of (step, loss), dataset); params are
-  per-rule logits {"rule": [S, R], "context": [C, S]} (see `untied`)."""
-  data = Dataset(rules, pairs, max_nts, config.batch_size)
+  per-rule logits {"rule": [S, R], "context": [C, S]} (see `untied`).
+  `bounds`: max_source_len, max_target_len, skip_too_long, source (see
+  `Dataset`; the dataset's `num_too_long` counts skipped pairs)."""
+  data = Dataset(rules, pairs, max_nts, config.batch_size, **bounds)
   if not len(data.usable):
     raise InputError("the grammar derives none of the training pairs "
                      "(was it induced from this data?)")
@@ -141,47 +229,51 @@ def fit(rules: Sequence[Rule], pairs, config: FitConfig, max_nts: int = 4,
   opt_state = optimizer.init(params)
   step = 0
   history: List[Tuple[int, float]] = []
+  key = fingerprint(rules, data, max_nts, config)
   if checkpoint and os.path.exists(checkpoint):
     with open(checkpoint, "rb") as f:
       state = flax.serialization.msgpack_restore(f.read())
-    saved = state.get("params") or {}
-    if (set(saved) == set(params) and
-        all(saved[k].shape == v.shape for k, v in params.items())):
-      params = {k: jnp.asarray(saved[k]) for k in params}
+    if state.get("fingerprint") == key:
+      params = {k: jnp.asarray(state["params"][k]) for k in params}
       opt_state = flax.serialization.from_state_dict(opt_state,
                                                      state["opt_state"])
       step = int(state["step"])
-      history = [tuple(h) for h in np.asarray(state["history"]).tolist()]
+      history = [(int(s), l) for s, l in
+                 np.asarray(state["history"]).reshape(-1, 2).tolist()]
       logging.info("resumed from %s at step %d", checkpoint, step)
     else:
-      logging.warning("ignoring %s: other grammar, |S| or tying",
-                      checkpoint)
+      # Another grammar, data or config: its parameters are not this fit's.
+      logging.warning("ignoring %s: written for other rules, data or "
+                      "config; starting afresh", checkpoint)
 
   use_mask = config.batch_rule_normalizer
-
-  @jax.jit
-  def train_step(params, opt_state, forests, rule_mask):
-    loss, grads = jax.value_and_grad(_loss)(
-        params, forests, rule_mask if use_mask else None, rule_class)
-    updates, opt_state = optimizer.update(grads, opt_state, params)
-    return optax.apply_updates(params, updates), opt_state, loss
+  train_step = functools.partial(
+      _train_step, rule_class=rule_class,
+      learning_rate=config.learning_rate, use_mask=use_mask)
 
   batches = [_as_jax(b) for b in data.batches]
   masks = [jnp.asarray(m) for m in data.rule_masks]
-  epochs: List[float] = []
+  # Per-pass mean losses of the single-model loop; on resume, recomputed
+  # from the history exactly as the loop computed them (same floats).
+  epochs = _pass_means(history, len(batches), _main_start(config), step)
 
   def save(step):
     if checkpoint:
       atomic_write_bytes(checkpoint, flax.serialization.msgpack_serialize({
+          "fingerprint": key,
           "params": {k: np.asarray(v) for k, v in params.items()},
           "opt_state": flax.serialization.to_state_dict(opt_state),
           "step": step, "history": np.asarray(history, np.float64)}))
 
   if step == 0 and config.num_restarts > 1:
+    # Not checkpointed: a run killed in here starts again from step 0.
     params, opt_state, step = _restarts(rules, config, optimizer, batches,
                                         masks, use_mask, history, on_step,
                                         rule_class, num_shapes)
-  while step < config.num_steps:
+  # A checkpoint written when the run converged is final.
+  done = (step > _main_start(config) and step % len(batches) == 0 and
+          _converged(epochs, config))
+  while step < config.num_steps and not done:
     k = step % len(batches)
     params, opt_state, loss = train_step(params, opt_state, batches[k],
                                          masks[k])
@@ -197,15 +289,41 @@ def fit(rules: Sequence[Rule], pairs, config: FitConfig, max_nts: int = 4,
     # (relative).
     if k == len(batches) - 1:
       epochs.append(float(np.mean([l for _, l in history[-len(batches):]])))
-      if len(epochs) > config.patience:
-        gain = epochs[-config.patience - 1] - epochs[-1]
-        if gain < config.tolerance * max(abs(epochs[-1]), 1.0):
-          logging.info("converged at step %d (loss %.6f)", step, epochs[-1])
-          break
+      if _converged(epochs, config):
+        logging.info("converged at step %d (loss %.6f)", step, epochs[-1])
+        break
     if step % config.checkpoint_every == 0:
       save(step)
   save(step)
   return untied(params, rule_class), history, data
+
+
+# The jitted steps live at module level, keyed on their static settings, so
+# that fits in one process (resumes, hard-EM refits, tests) share compiles.
+@functools.partial(jax.jit, static_argnames=("learning_rate", "use_mask"))
+def _train_step(params, opt_state, forests, rule_mask, rule_class, *,
+                learning_rate, use_mask):
+  loss, grads = jax.value_and_grad(_loss)(
+      params, forests, rule_mask if use_mask else None, rule_class)
+  updates, opt_state = optax.adam(learning_rate).update(grads, opt_state,
+                                                        params)
+  return optax.apply_updates(params, updates), opt_state, loss
+
+
+@functools.partial(jax.jit, static_argnames=("learning_rate", "use_mask"))
+def _restart_step(params, opt_state, forests, rule_mask, rule_class, *,
+                  learning_rate, use_mask):
+  """`_train_step` for stacked initializations; returns each one's loss."""
+
+  def losses(p):
+    each = jax.vmap(_loss, in_axes=(0, None, None, None))(
+        p, forests, rule_mask if use_mask else None, rule_class)
+    return each.sum(), each
+
+  (_, each), grads = jax.value_and_grad(losses, has_aux=True)(params)
+  updates, opt_state = optax.adam(learning_rate).update(grads, opt_state,
+                                                        params)
+  return optax.apply_updates(params, updates), opt_state, each
 
 
 def _restarts(rules, config, optimizer, batches, masks, use_mask, history,
@@ -218,18 +336,9 @@ def _restarts(rules, config, optimizer, batches, masks, use_mask, history,
            for r in range(config.num_restarts)]
   params = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *inits)
   opt_state = optimizer.init(params)
-
-  def losses(params, forests, rule_mask):
-    return jax.vmap(_loss, in_axes=(0, None, None, None))(
-        params, forests, rule_mask if use_mask else None, rule_class)
-
-  @jax.jit
-  def step_all(params, opt_state, forests, rule_mask):
-    (_, each), grads = jax.value_and_grad(
-        lambda p: (losses(p, forests, rule_mask).sum(),
-                   losses(p, forests, rule_mask)), has_aux=True)(params)
-    updates, opt_state = optimizer.update(grads, opt_state, params)
-    return optax.apply_updates(params, updates), opt_state, each
+  step_all = functools.partial(
+      _restart_step, rule_class=rule_class,
+      learning_rate=config.learning_rate, use_mask=use_mask)
 
   step = 0
   recent = []
@@ -253,24 +362,32 @@ def _restarts(rules, config, optimizer, batches, masks, use_mask, history,
           jax.tree_util.tree_map(pick, opt_state), step)
 
 
-def average_log_likelihoods(params, rules, data: Dataset, pairs,
-                            max_unary: int = 2) -> Dict[str, float]:
-  """Mean log p(x, y) and log p(y | x) over derivable `pairs` (Table 8)."""
+def average_log_likelihoods(
+    params, rules, data: Dataset, pairs, max_unary: int = 2,
+    max_source_len: int = forest_lib.DEFAULT_MAX_SOURCE_LEN,
+    max_target_len: int = forest_lib.DEFAULT_MAX_TARGET_LEN
+    ) -> Dict[str, float]:
+  """Mean log p(x, y) and log p(y | x) over derivable `pairs` (Table 8).
+
+  Pairs over the length bounds are left out (these are figures, not
+  training) and counted in "num_too_long".
+  """
   grammar = data.grammar
+  pairs = _within_bounds(pairs, max_source_len, max_target_len, True, None)
   batch, _ = forest_lib.build_forests(grammar, pairs, max_source_len=10**9,
                                       max_target_len=10**9)
   ok = [b for b in range(len(pairs))
         if batch.node_offsets[b + 1] > batch.node_offsets[b]]
   if not ok:
     return {"log_p_xy": float("nan"), "log_p_y_given_x": float("nan"),
-            "num_derivable": 0}
+            "num_derivable": 0, "num_too_long": pairs.num_too_long}
   joint = _score(params, batch, ok, data.ctx_index)
   sources = source_forest_batch(grammar, [" ".join(pairs[b][0]) for b in ok],
                                 max_unary)
   marginal = _score(params, sources, list(range(len(ok))), data.ctx_index)
   return {"log_p_xy": float(np.mean(joint)),
           "log_p_y_given_x": float(np.mean(joint - marginal)),
-          "num_derivable": len(ok)}
+          "num_derivable": len(ok), "num_too_long": pairs.num_too_long}
 
 
 _log_likelihood_jit = jax.jit(inside.log_likelihood)

@@ -16,6 +16,14 @@ by enumerating rank tuples whose product of (rank + 1) is <= k: any other
 tuple is beaten by >= k tuples of the same edge. With an output CFG the root's
 k best are tried in order and the first whose output it accepts wins.
 
+Inputs are bounded (as in induce/coverage): longer than `max_source_len`
+tokens, or a chart whose estimated memory (`chart_bytes`: dense
+(span, context) tables, n^2 x contexts, plus k-best lists per needed cell and
+the source chart's edges, up to n^3 per two-NT rule) exceeds
+`max_chart_bytes`, is an InputError naming the input, or with
+`skip_too_long` gets no parse and a `skipped` reason. Inputs are parsed in
+chunks whose edges fit that budget too, so memory stays bounded.
+
 The brute-force twin is `viterbi_reference.py`; tests cross-check the two.
 """
 
@@ -25,23 +33,29 @@ from typing import Any, List, Optional, Sequence, Tuple
 import numba
 import numpy as np
 
+from csl_jax.cky import forest as forest_lib
 from csl_jax.cky import qcfg_kernel
-from csl_jax.cky.grammar_arrays import EncodedGrammar
+from csl_jax.cky.grammar_arrays import QCFGArrays
+from csl_jax.errors import InputError
 from csl_jax.model.contexts import ROOT
 
 DEFAULT_MAX_UNARY_CHAIN = 3
 DEFAULT_CFG_K = 16
 DEFAULT_MAX_OUTPUT_LEN = 10_000  # longer outputs (copy blow-up) are dropped
+DEFAULT_MAX_SOURCE_LEN = forest_lib.DEFAULT_MAX_SOURCE_LEN
+DEFAULT_MAX_CHART_BYTES = 2 << 30  # per chunk of inputs: 2 GiB
 
 Derivation = Tuple[int, Tuple[Any, ...]]  # (rule id, child derivations)
 
 
 @dataclasses.dataclass(frozen=True)
 class ParseResult:
-  """The output (None: no parse), its log p(z), and z as nested tuples."""
+  """The output (None: no parse), its log p(z), and z as nested tuples;
+  `skipped`: why the input was not parsed (too long), else None."""
   target: Optional[Tuple[str, ...]]
   score: float
   derivation: Optional[Derivation]
+  skipped: Optional[str] = None
 
   @property
   def parsed(self) -> bool:
@@ -409,14 +423,14 @@ def parse_kernel(n_tok, e_off, e_rule, e_parent, e_child, num_nts, is_unary,
 @dataclasses.dataclass(frozen=True)
 class _Model:
   """Checked, kernel-ready arrays of one (grammar, log_p, ctx_index)."""
-  grammar: EncodedGrammar
+  grammar: QCFGArrays
   log_p: np.ndarray
   ctx_index: np.ndarray
   is_unary: np.ndarray
   target_words: Tuple[str, ...]
 
 
-def _model(rules, grammar: EncodedGrammar, log_p, ctx_index) -> _Model:
+def _model(rules, grammar: QCFGArrays, log_p, ctx_index) -> _Model:
   if len(rules) != grammar.num_rules:
     raise ValueError(f"{len(rules)} rules but the encoded grammar has "
                      f"{grammar.num_rules}")
@@ -444,30 +458,90 @@ def _model(rules, grammar: EncodedGrammar, log_p, ctx_index) -> _Model:
   return _Model(grammar, log_p, ctx_index, is_unary, tuple(words))
 
 
-def _charts(grammar: EncodedGrammar, inputs):
-  """Source charts of all inputs, concatenated for `parse_kernel`."""
+def chart_bytes(n: int, num_edges: int, num_contexts: int, width: int,
+                levels: int, k: int) -> int:
+  """Bytes `_chart` allocates for an n-token input with `num_edges` source
+  chart edges and `num_contexts` contexts in them (an upper bound), plus
+  the edges themselves."""
+  cells = (n + 1) ** 2
+  dense = cells * num_contexts * 9 + cells  # need, slot_of, span_used
+  slots = min(cells * num_contexts, 1 + num_edges * width)
+  lists = slots * (levels * (k * (16 + 4 * width) + 4) + 4)
+  edges = num_edges * (12 + 8 * width)
+  return dense + lists + edges
+
+
+def _chart_contexts(e_rule, num_nts, ctx_index) -> int:
+  """The number of contexts `_chart` numbers for these edges (with ROOT)."""
+  used = np.unique(e_rule)
+  mask = np.arange(ctx_index.shape[1])[None, :] < num_nts[used][:, None]
+  return 1 + np.unique(ctx_index[used][mask]).size
+
+
+def _too_long(reason: str, index: int, skip_too_long: bool,
+              source: Optional[str]) -> str:
+  if not skip_too_long:
+    raise InputError(f"input {index + 1}: {reason} (raise the bound or skip "
+                     "such inputs with skip_too_long)", source, index + 1)
+  return reason
+
+
+def _chart_chunks(model: "_Model", inputs, k: int, levels: int,
+                  max_source_len: int, max_chart_bytes: int,
+                  skip_too_long: bool, source: Optional[str],
+                  skipped: dict):
+  """Source charts of the inputs, concatenated for `parse_kernel` in chunks
+  whose edges fit max_chart_bytes: yields (first, last + 1, n_tok, e_off,
+  e_rule, e_parent, e_child). Too long inputs get no chart; their reason
+  goes to `skipped` (or raises, see `_too_long`)."""
+  grammar = model.grammar
   width = max(grammar.max_nts, 1)
   present = np.zeros(max(len(grammar.source_vocab), 1), np.bool_)
-  n_tok = np.zeros(len(inputs), np.int64)
-  rules, parents, children, sizes = [], [], [], [0]
+  cat = lambda xs, empty: np.concatenate(xs) if xs else empty
+
+  def chunk(first, last, n_tok, rules, parents, children, sizes):
+    return (first, last, np.asarray(n_tok, np.int64), np.cumsum(sizes),
+            cat(rules, np.zeros(0, np.int32)),
+            cat(parents, np.zeros(0, np.int64)),
+            cat(children, np.zeros((0, width), np.int64)))
+
+  first, held = 0, 0
+  n_tok, rules, parents, children, sizes = [], [], [], [], [0]
   for b, x in enumerate(inputs):
     tokens = x.split() if isinstance(x, str) else list(x)
-    if tokens:
+    n = 0
+    if len(tokens) > max_source_len:
+      skipped[b] = _too_long(f"{len(tokens)} tokens, more than "
+                             f"{max_source_len}", b, skip_too_long, source)
+    elif tokens:
       has, e_rule, e_parent, e_child = qcfg_kernel.source_chart(
           grammar.encode_source(tokens), grammar.src_sym, grammar.src_len,
           grammar.max_nts, present)
       if has[len(tokens)]:  # The root span (0, n).
-        n_tok[b] = len(tokens)
-        rules.append(e_rule)
-        parents.append(e_parent)
-        children.append(e_child)
-        sizes.append(len(e_rule))
-        continue
-    sizes.append(0)
-  cat = lambda xs, empty: np.concatenate(xs) if xs else empty
-  return (n_tok, np.cumsum(sizes), cat(rules, np.zeros(0, np.int32)),
-          cat(parents, np.zeros(0, np.int64)),
-          cat(children, np.zeros((0, width), np.int64)))
+        need = chart_bytes(
+            len(tokens), len(e_rule),
+            _chart_contexts(e_rule, grammar.num_nts, model.ctx_index),
+            width, levels, k)
+        if need > max_chart_bytes:
+          skipped[b] = _too_long(
+              f"its chart needs about {need / 2**30:.2f} GiB, more than "
+              f"max_chart_bytes ({max_chart_bytes / 2**30:.2f} GiB)", b,
+              skip_too_long, source)
+        else:
+          edge_bytes = len(e_rule) * (12 + 8 * width)
+          if held and held + edge_bytes > max_chart_bytes // 2:
+            # Flush, so the batch's edges never outgrow the budget.
+            yield chunk(first, b, n_tok, rules, parents, children, sizes)
+            first, held = b, 0
+            n_tok, rules, parents, children, sizes = [], [], [], [], [0]
+          held += edge_bytes
+          n = len(tokens)
+          rules.append(e_rule)
+          parents.append(e_parent)
+          children.append(e_child)
+    n_tok.append(n)
+    sizes.append(len(rules[-1]) if n else 0)
+  yield chunk(first, len(inputs), n_tok, rules, parents, children, sizes)
 
 
 def _nested(rules: List[int], children: List[List[int]]) -> Derivation:
@@ -477,52 +551,78 @@ def _nested(rules: List[int], children: List[List[int]]) -> Derivation:
   return built[0]
 
 
-def kbest_batch(rules, encoded_grammar: EncodedGrammar, log_p, ctx_index,
+def kbest_batch(rules, encoded_grammar: QCFGArrays, log_p, ctx_index,
                 inputs: Sequence, k: int = 1,
                 max_unary_chain: int = DEFAULT_MAX_UNARY_CHAIN,
-                max_output_len: int = DEFAULT_MAX_OUTPUT_LEN
+                max_output_len: int = DEFAULT_MAX_OUTPUT_LEN, *,
+                max_source_len: int = DEFAULT_MAX_SOURCE_LEN,
+                max_chart_bytes: int = DEFAULT_MAX_CHART_BYTES,
+                skip_too_long: bool = False, source: Optional[str] = None,
+                skipped: Optional[dict] = None
                 ) -> List[List[ParseResult]]:
   """The k best derivations of each input (strings or token lists), best
-  first; derivations with outputs over max_output_len tokens are dropped."""
+  first; derivations with outputs over max_output_len tokens are dropped.
+
+  An input over max_source_len tokens, or whose chart would need more than
+  max_chart_bytes, is an InputError naming `source` and the input's 1-based
+  number; with skip_too_long it gets no derivations and its reason is put
+  in `skipped` (index -> reason).
+  """
   if k < 1 or max_unary_chain < 0:
     raise ValueError("need k >= 1 and max_unary_chain >= 0")
   model = _model(rules, encoded_grammar, log_p, ctx_index)
   g = model.grammar
-  n_tok, e_off, e_rule, e_parent, e_child = _charts(g, inputs)
-  hyp_off, score, tgt_off, tgt_ids, node_off, node_rule, node_child = (
-      parse_kernel(n_tok, e_off, e_rule, e_parent, e_child,
-                   g.num_nts, model.is_unary, model.ctx_index, model.log_p,
-                   g.tgt_sym, g.tgt_len, k, max_unary_chain, max_output_len))
+  skipped = {} if skipped is None else skipped
   words = model.target_words
-  tgt_ids, node_rule = tgt_ids.tolist(), node_rule.tolist()
-  node_child, score = node_child.tolist(), score.tolist()
-  hyp_off, tgt_off, node_off = (hyp_off.tolist(), tgt_off.tolist(),
-                                node_off.tolist())
   out = []
-  for b in range(len(inputs)):
-    hyps = []
-    for h in range(hyp_off[b], hyp_off[b + 1]):
-      target = tuple(words[i] for i in tgt_ids[tgt_off[h]:tgt_off[h + 1]])
-      m0, m1 = node_off[h], node_off[h + 1]
-      hyps.append(ParseResult(target, score[h],
-                              _nested(node_rule[m0:m1], node_child[m0:m1])))
-    out.append(hyps)
+  for first, last, n_tok, e_off, e_rule, e_parent, e_child in _chart_chunks(
+      model, inputs, k, max_unary_chain + 1, max_source_len,
+      max_chart_bytes, skip_too_long, source, skipped):
+    hyp_off, score, tgt_off, tgt_ids, node_off, node_rule, node_child = (
+        parse_kernel(n_tok, e_off, e_rule, e_parent, e_child,
+                     g.num_nts, model.is_unary, model.ctx_index, model.log_p,
+                     g.tgt_sym, g.tgt_len, k, max_unary_chain,
+                     max_output_len))
+    tgt_ids, node_rule = tgt_ids.tolist(), node_rule.tolist()
+    node_child, score = node_child.tolist(), score.tolist()
+    hyp_off, tgt_off, node_off = (hyp_off.tolist(), tgt_off.tolist(),
+                                  node_off.tolist())
+    for b in range(last - first):
+      hyps = []
+      for h in range(hyp_off[b], hyp_off[b + 1]):
+        target = tuple(words[i] for i in tgt_ids[tgt_off[h]:tgt_off[h + 1]])
+        m0, m1 = node_off[h], node_off[h + 1]
+        hyps.append(ParseResult(target, score[h],
+                                _nested(node_rule[m0:m1], node_child[m0:m1])))
+      out.append(hyps)
   return out
 
 
-def parse_batch(rules, encoded_grammar: EncodedGrammar, log_p, ctx_index,
+def parse_batch(rules, encoded_grammar: QCFGArrays, log_p, ctx_index,
                 inputs: Sequence, k: Optional[int] = None, output_cfg=None,
                 max_unary_chain: int = DEFAULT_MAX_UNARY_CHAIN,
-                max_output_len: int = DEFAULT_MAX_OUTPUT_LEN
+                max_output_len: int = DEFAULT_MAX_OUTPUT_LEN, *,
+                max_source_len: int = DEFAULT_MAX_SOURCE_LEN,
+                max_chart_bytes: int = DEFAULT_MAX_CHART_BYTES,
+                skip_too_long: bool = False, source: Optional[str] = None
                 ) -> List[ParseResult]:
-  """`parse` of many inputs; the DP runs in one Numba call."""
+  """`parse` of many inputs; the DP runs in few Numba calls (one per chunk
+  of max_chart_bytes). Skipped inputs (skip_too_long) have no parse and say
+  why in `ParseResult.skipped`; count them with `num_skipped`."""
   if k is None:
     k = 1 if output_cfg is None else DEFAULT_CFG_K
   results = []
   accepted = {}  # output -> recognized, shared by hypotheses and inputs
-  for hyps in kbest_batch(rules, encoded_grammar, log_p, ctx_index, inputs,
-                          k, max_unary_chain, max_output_len):
+  skipped = {}
+  for b, hyps in enumerate(kbest_batch(
+      rules, encoded_grammar, log_p, ctx_index, inputs, k, max_unary_chain,
+      max_output_len, max_source_len=max_source_len,
+      max_chart_bytes=max_chart_bytes, skip_too_long=skip_too_long,
+      source=source, skipped=skipped)):
     best = NO_PARSE
+    if b in skipped:
+      results.append(ParseResult(None, float("-inf"), None, skipped[b]))
+      continue
     for hyp in hyps:
       if output_cfg is None:
         best = hyp
@@ -536,15 +636,21 @@ def parse_batch(rules, encoded_grammar: EncodedGrammar, log_p, ctx_index,
   return results
 
 
-def parse(rules, encoded_grammar: EncodedGrammar, log_p, ctx_index,
+def num_skipped(results: Sequence[ParseResult]) -> int:
+  """How many inputs `parse_batch` skipped as too long."""
+  return sum(r.skipped is not None for r in results)
+
+
+def parse(rules, encoded_grammar: QCFGArrays, log_p, ctx_index,
           x_tokens, k: Optional[int] = None, output_cfg=None,
           max_unary_chain: int = DEFAULT_MAX_UNARY_CHAIN,
-          max_output_len: int = DEFAULT_MAX_OUTPUT_LEN) -> ParseResult:
+          max_output_len: int = DEFAULT_MAX_OUTPUT_LEN,
+          **bounds) -> ParseResult:
   """The output of the highest scoring derivation of x (§3.1.5).
 
   Args:
     rules: the grammar's rules (rule ids index them).
-    encoded_grammar: `encode_grammar(rules)`.
+    encoded_grammar: `encode_qcfg(rules)`.
     log_p: [C, R] log p(r | context c).
     ctx_index: [R, >= max NTs] context id of (parent rule, NT index - 1).
     x_tokens: the input, a token list or a space-separated string.
@@ -554,10 +660,12 @@ def parse(rules, encoded_grammar: EncodedGrammar, log_p, ctx_index,
       recognizes (start category) wins; none: no parse.
     max_unary_chain: most unary-source rules applied in a row on one span.
     max_output_len: derivations with longer outputs are skipped.
+    **bounds: max_source_len, max_chart_bytes, skip_too_long, source (see
+      `kbest_batch`).
 
   Returns:
     A ParseResult; its target is None when there is no parse (also for an
     empty input).
   """
   return parse_batch(rules, encoded_grammar, log_p, ctx_index, [x_tokens], k,
-                     output_cfg, max_unary_chain, max_output_len)[0]
+                     output_cfg, max_unary_chain, max_output_len, **bounds)[0]

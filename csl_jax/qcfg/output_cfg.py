@@ -16,21 +16,33 @@ Text format, one production per line:
 * `A -> x | y z` gives two productions. Empty right-hand sides (epsilon) and
   duplicate productions are errors.
 
+A misspelt category on a right-hand side is, by the rule above, a terminal,
+and the format gives no sound way to tell it from a real one (terminals may
+look like category names: COGS names such as `Emma`, FunQL's `state` next to
+`State`). So this is a warning, not an error, with one clear rule: an
+UNQUOTED terminal one edit (insertion, deletion, substitution or swap of two
+neighbours) away from a category name whose first letter has the same case
+(`Cty` vs `City`, not `sum` vs `Num` or `state` vs `State`) is reported with
+file and line, noting when that category is never used on a right-hand side
+(the usual trace of a typo). Quoting the terminal (`"Cty"`) says it is meant
+and silences the warning; `strict=True` makes it an InputError.
+
 `format_output_cfg` writes the canonical form: `%start` only when the start is
 not the first LHS, one production per line, quotes only where needed.
 """
 
 import dataclasses
 import functools
-import io
 import itertools
 import os
 from typing import (Any, Dict, FrozenSet, Iterable, List, NamedTuple, Optional,
                     Sequence, Tuple, Union)
 
+from absl import logging
 import numpy as np
 
 from csl_jax.errors import InputError
+from csl_jax.files import read_text
 
 _SYNTAX = ("->", "|")
 
@@ -57,7 +69,7 @@ def _category_name_problem(name: str) -> str:
 
 
 class _Tables(NamedTuple):
-  grammar: Any  # cfg_kernel.EncodedGrammar
+  grammar: Any  # cfg_kernel.CFGArrays
   category_index: Dict[str, int]
   terminal_index: Dict[str, int]
   any_slot_masks: np.ndarray  # row 0: every category; row 1 + c: only c
@@ -122,12 +134,12 @@ class OutputCFG:
 
   @functools.cached_property
   def _tables(self) -> _Tables:
-    from csl_jax.cky import cfg_kernel  # Lazily: numba is slow to import.
+    from csl_jax.qcfg import cfg_kernel  # Lazily: numba is slow to import.
     cats = {c: i for i, c in enumerate(self.categories)}
     terms = {t: i for i, t in enumerate(self.terminals)}
     encoded = [(cats[p.lhs], [~terms[s.name] if s.terminal else cats[s.name]
                               for s in p.rhs]) for p in self.productions]
-    grammar = cfg_kernel.encode_grammar(len(cats), len(terms), encoded)
+    grammar = cfg_kernel.encode_cfg(len(cats), len(terms), encoded)
     masks = np.concatenate([np.ones((1, len(cats)), bool),
                             np.eye(len(cats), dtype=bool)])
     masks.flags.writeable = False  # Shared by all calls.
@@ -182,7 +194,7 @@ class OutputCFG:
 
     With a goal it may stop early, once a goal category is found.
     """
-    from csl_jax.cky import cfg_kernel  # Lazily: numba is slow to import.
+    from csl_jax.qcfg import cfg_kernel  # Lazily: numba is slow to import.
     if isinstance(tokens, str):
       raise TypeError("tokens must be a sequence of strings, not a str")
     tables, n = self._tables, len(tokens)
@@ -261,10 +273,59 @@ def _parse_symbol(token: str, categories, source: str, line: int) -> Symbol:
   return Symbol(token, token not in categories)
 
 
-def parse_output_cfg(text: str, source: str = "<string>") -> OutputCFG:
-  """Parses the text format (see the module doc); errors name the line."""
+def _one_edit(a: str, b: str) -> bool:
+  """Whether a != b differ by one insertion, deletion, substitution or swap
+  of adjacent characters (Damerau-Levenshtein distance 1)."""
+  if a == b or abs(len(a) - len(b)) > 1:
+    return False
+  if len(a) == len(b):
+    diff = [i for i in range(len(a)) if a[i] != b[i]]
+    return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1 and
+                              a[diff[0]] == b[diff[1]] and
+                              a[diff[1]] == b[diff[0]])
+  short, long_ = (a, b) if len(a) < len(b) else (b, a)
+  return any(long_[:i] + long_[i + 1:] == short for i in range(len(long_)))
+
+
+def suspicious_terminals(rules, start: Optional[str] = None
+                         ) -> List[Tuple[int, str]]:
+  """(line, message) for unquoted terminals that look like misspelt
+  categories (the rule is in the module doc). `rules`: (line, lhs,
+  alternatives as raw tokens) as `parse_output_cfg` collects them."""
+  categories = list(dict.fromkeys(lhs for _, lhs, _ in rules))
+  used = {t for _, _, alts in rules for alt in alts for t in alt}
+  found, reported = [], set()
+  for number, _, alternatives in rules:
+    for token in (t for alt in alternatives for t in alt):
+      if token in reported or token in categories:
+        continue  # A category, or already reported.
+      if token.startswith('"') or len(token) < 2:
+        continue  # Quoted: explicitly a terminal.
+      for c in categories:
+        if (len(c) >= 2 and c[0].isupper() == token[0].isupper() and
+            _one_edit(token, c)):
+          unused = "" if c in used or c == (start or categories[0]) else (
+              ", which no right-hand side uses")
+          found.append((number, (
+              f"terminal {token!r} is one edit from the category {c!r}"
+              f"{unused}: a misspelt category? (quote it, \"{token}\", if "
+              "it is meant as a terminal)")))
+          reported.add(token)
+          break
+  return found
+
+
+def parse_output_cfg(text: str, source: str = "<string>",
+                     strict: bool = False) -> OutputCFG:
+  """Parses the text format (see the module doc); errors name the line.
+
+  Terminals that look like misspelt categories are logged as warnings
+  naming the line, or with `strict` are InputErrors.
+  """
   rules = []  # (line, lhs, alternatives as token lists)
   start, start_line = None, None
+  if text.startswith("\ufeff"):
+    text = text[1:]  # A BOM is not part of the first symbol.
   for number, line in enumerate(text.split("\n"), start=1):
     parts = line.split()
     if not parts or parts[0].startswith("#"):
@@ -309,6 +370,10 @@ def parse_output_cfg(text: str, source: str = "<string>") -> OutputCFG:
   if start is not None and start not in categories:
     raise InputError(f"start category {start} has no productions",
                      source, start_line)
+  for number, message in suspicious_terminals(rules, start):
+    if strict:
+      raise InputError(message, source, number)
+    logging.warning("%s:%d: %s", source, number, message)
   productions, first_line = [], {}
   for number, lhs, alternatives in rules:
     for alternative in alternatives:
@@ -323,10 +388,11 @@ def parse_output_cfg(text: str, source: str = "<string>") -> OutputCFG:
   return OutputCFG(tuple(productions), start)
 
 
-def load_output_cfg(path: str) -> OutputCFG:
+def load_output_cfg(path: str, strict: bool = False) -> OutputCFG:
+  """Reads a .cfg file; a missing, unreadable or non-UTF-8 file (with the
+  line) or a directory is an InputError, as is any syntax error."""
   path = os.fspath(path)
-  with io.open(path, encoding="utf-8") as f:
-    return parse_output_cfg(f.read(), source=path)
+  return parse_output_cfg(read_text(path), source=path, strict=strict)
 
 
 def _format_symbol(symbol: Symbol, categories) -> str:

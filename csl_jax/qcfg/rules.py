@@ -13,13 +13,12 @@ starting with `#` that has no ` ### ` is a comment; blank lines are skipped.
 
 import dataclasses
 import functools
-import io
 import os
 import re
 from typing import Iterable, List, Optional, Sequence, Tuple
 
 from csl_jax.errors import InputError
-from csl_jax.files import atomic_write_text
+from csl_jax.files import atomic_write_text, read_text
 
 SEPARATOR = " ### "
 _NT_RE = re.compile(r"^NT_([1-9][0-9]*)$")
@@ -117,6 +116,8 @@ def _is_comment(line: str) -> bool:
 def parse_rules(text: str, source: str = "<string>") -> List[Rule]:
   """Parses a grammar; duplicates are an error naming both lines."""
   rules, seen = [], {}
+  if text.startswith("\ufeff"):
+    text = text[1:]  # A BOM is not part of the first token.
   for number, line in enumerate(text.split("\n"), start=1):
     line = line.rstrip("\r")
     if not line.strip() or _is_comment(line):
@@ -134,13 +135,17 @@ def format_rules(rules: Iterable[Rule]) -> str:
   return "".join(format_rule(r) + "\n" for r in rules)
 
 
-def load_rules(path: str) -> List[Rule]:
+def load_rules(path: str, allow_empty: bool = False) -> List[Rule]:
+  """Reads a .qcfg file. Unreadable files (missing, a directory, not UTF-8:
+  file and line) and, unless `allow_empty`, files without a rule are
+  InputErrors."""
   path = os.fspath(path)
-  try:
-    with io.open(path, encoding="utf-8") as f:
-      return parse_rules(f.read(), path)
-  except FileNotFoundError:
-    raise InputError("no such file", path) from None
+  rules = parse_rules(read_text(path), path)
+  if not rules and not allow_empty:
+    # A grammar with no rules derives nothing: every later stage would fail.
+    raise InputError("no rules: the grammar file is empty or only comments",
+                     path)
+  return rules
 
 
 def save_rules(path: str, rules: Iterable[Rule],

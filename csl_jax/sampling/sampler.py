@@ -7,18 +7,23 @@ QCFG is intersected with it (`intersection`): derivations are drawn from
 the model conditioned on a valid output, without rejection. With
 `intersect=False`, samples the CFG rejects are dropped and counted instead.
 Attempts are capped at `max_attempts_factor` x the number asked for, so
-sampling always ends.
+sampling always ends; when that leaves fewer samples than asked (e.g.
+`dedup` on a small grammar), the stats say so (`num_short`) and a warning is
+logged, never quietly.
 """
 
 import dataclasses
 import math
+import numbers
 import time
 from typing import Dict, List, Set, Tuple
 
+from absl import logging
 import gin
 import numpy as np
 
-from csl_jax.model.saved import SavedModel
+from csl_jax.errors import InputError
+from csl_jax.model.csl_model import CSLModel
 from csl_jax.sampling import intersection
 from csl_jax.sampling import sample_kernel
 
@@ -38,6 +43,39 @@ class SampleConfig:
   chunk: int = 50_000
   intersect: bool = True  # with an output CFG: intersect, else reject
 
+  def __post_init__(self):
+    self.validate()
+
+  def validate(self) -> None:
+    """Raises InputError for values that would give degenerate samples
+    (T <= 0 or NaN: one rule always wins) or no samples at all."""
+    def bad(name, rule):
+      raise InputError(f"SampleConfig.{name} (--{name} where a flag exists) "
+                       f"must be {rule}, got {getattr(self, name)!r}")
+
+    def is_int(v):
+      return isinstance(v, numbers.Integral) and not isinstance(v, bool)
+
+    def is_real(v):
+      return isinstance(v, numbers.Real) and not isinstance(v, bool)
+
+    t = self.temperature
+    if not is_real(t) or math.isnan(t) or t <= 0:
+      bad("temperature", "a number > 0 (inf: uniform p(r | s))")
+    if not is_real(self.depth_bias) or not math.isfinite(self.depth_bias):
+      bad("depth_bias", "a finite number")
+    if not is_int(self.depth_bias_min_nts) or self.depth_bias_min_nts < 0:
+      bad("depth_bias_min_nts", "an integer >= 0")
+    for name in ("max_depth", "max_len", "max_nodes", "max_attempts_factor",
+                 "chunk"):
+      if not is_int(getattr(self, name)) or getattr(self, name) < 1:
+        bad(name, "an integer >= 1")
+    if not is_int(self.seed) or self.seed < 0:
+      bad("seed", "an integer >= 0")
+    for name in ("dedup", "intersect"):
+      if not isinstance(getattr(self, name), (bool, np.bool_)):
+        bad(name, "True or False")
+
 
 # Typed placeholders for the intersection arrays when sampling without it.
 _NO_JOINT = (np.zeros(1, np.int64), np.zeros(0, np.int32),
@@ -50,7 +88,7 @@ def _softmax(logits, axis):
   return e / e.sum(axis=axis, keepdims=True)
 
 
-def rule_distributions(model: SavedModel, config: SampleConfig
+def rule_distributions(model: CSLModel, config: SampleConfig
                        ) -> Tuple[np.ndarray, np.ndarray]:
   """(p(r | context) [C, R], the same restricted to NT-free rules)."""
   num_nts = np.array([r.num_nts for r in model.rules])
@@ -73,9 +111,15 @@ class SampleResult:
   stats: Dict[str, float]
 
 
-def sample(model: SavedModel, num: int, config: SampleConfig,
+def sample(model: CSLModel, num: int, config: SampleConfig,
            output_cfg=None) -> SampleResult:
-  """Draws `num` pairs (fewer if attempts run out; see stats)."""
+  """Draws `num` pairs (fewer if attempts run out: stats["num_short"] > 0,
+  and a warning)."""
+  if (not isinstance(num, numbers.Integral) or isinstance(num, bool) or
+      num < 1):
+    raise InputError(f"the number of samples (--num) must be an integer "
+                     f">= 1, got {num!r}")
+  config.validate()  # Also for configs built around __post_init__.
   start = time.time()
   g = model.grammar
   p, leaf = rule_distributions(model, config)
@@ -127,7 +171,16 @@ def sample(model: SavedModel, num: int, config: SampleConfig,
       pairs.append((x, y))
       depths.append(int(depth[b]))
     failed += int((~ok).sum())
+  num_short = num - len(pairs)
+  if num_short:
+    # Attempts ran out: say why, so a short file is never a surprise.
+    logging.warning(
+        "sampled %d of %d pairs (%d short) in %d attempts "
+        "(max_attempts_factor=%d): %d duplicates (dedup), %d failed, "
+        "%d rejected by the output CFG", len(pairs), num, num_short,
+        attempts, config.max_attempts_factor, duplicates, failed, rejected)
   stats = {
+      "num_requested": num, "num_short": num_short,
       "num_samples": len(pairs), "num_attempts": attempts,
       "failed_rate": failed / max(attempts, 1),
       "cfg_rejection_rate": rejected / max(attempts, 1),

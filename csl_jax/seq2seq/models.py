@@ -16,6 +16,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from csl_jax import configs
+
 NEG_INF = -1e9
 
 
@@ -41,6 +43,9 @@ class Seq2SeqConfig:
   @property
   def head_dim(self) -> int:
     return self.d_model // self.num_heads
+
+  def __post_init__(self):
+    configs.check_types(self)
 
 
 def relative_position_bucket(relative_position, bidirectional: bool = True,

@@ -3,10 +3,17 @@
 Data parallel over `jax.local_devices()`: a 1-D mesh, batch sharded on its
 "data" axis, parameters replicated (one CPU device works unchanged). Orbax
 checkpoints in OUT/checkpoints (resumed from), TensorBoard scalars in
-OUT/tensorboard, the model config in OUT/config.json.
+OUT/tensorboard, the run's key in OUT/config.json.
+
+The key is everything that determines the trained parameters: the model
+config, the task name, the training config less `_BOOKKEEPING_FIELDS`, and
+the training data (`data_key`: sha256 of each training file of the task, or
+of each task of a mixture, with its mixing rate). Training into a directory
+whose key differs is refused (InputError): its checkpoints are another run's.
 """
 
 import dataclasses
+import hashlib
 import json
 import os
 import time
@@ -21,11 +28,15 @@ import numpy as np
 import optax
 import orbax.checkpoint as ocp
 import seqio
-import tqdm
+import tensorflow as tf
 
+from csl_jax import configs
+from csl_jax import progress as progress_lib
+from csl_jax.errors import InputError
 from csl_jax.files import atomic_write_json
 from csl_jax.seq2seq import input_pipeline
 from csl_jax.seq2seq import models
+from csl_jax.summaries import TensorBoardWriter
 
 CONFIG_FILE = "config.json"
 
@@ -46,6 +57,9 @@ class TrainConfig:
   # (0: every batch padded to the full lengths). SCAN's targets vary from
   # 1 to 48 tokens, so padding every batch to 48 wastes most of the compute.
   bucket_width: int = 16
+
+  def __post_init__(self):
+    configs.check_types(self)
 
 
 def make_mesh():
@@ -107,21 +121,6 @@ def eval_step(state, batch):
   return {"loss": loss, "accuracy": accuracy, "weight": weights.sum()}
 
 
-class Summaries:
-  """TensorBoard scalars (TensorFlow is already loaded by SeqIO)."""
-
-  def __init__(self, directory: str):
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
-    self._tf = tf
-    self._writer = tf.summary.create_file_writer(directory)
-
-  def scalars(self, values: Dict[str, float], step: int, prefix: str):
-    with self._writer.as_default():
-      for name, value in values.items():
-        self._tf.summary.scalar(f"{prefix}/{name}", value, step=step)
-    self._writer.flush()
-
-
 def evaluate_loss(state, task, split, feature_lengths, batch_size,
                   data_sharding, bucket_width: int = 0) -> Dict[str, float]:
   ds = input_pipeline.get_dataset(task, split, feature_lengths, batch_size,
@@ -138,9 +137,75 @@ def evaluate_loss(state, task, split, feature_lengths, batch_size,
   return {"loss": total["loss"] / w, "accuracy": total["accuracy"] / w}
 
 
+# TrainConfig fields that do not change the trained parameters.
+_BOOKKEEPING_FIELDS = ("log_every", "checkpoint_every", "eval_split")
+
+
+def _sha256(path: str) -> str:
+  h = hashlib.sha256()
+  with tf.io.gfile.GFile(path, "rb") as f:
+    for chunk in iter(lambda: f.read(1 << 20), b""):
+      h.update(chunk)
+  return h.hexdigest()
+
+
+def data_key(task: str) -> Dict[str, Any]:
+  """{task: {"rate", "train"}} for the task or each task of the mixture:
+  "train" lists the sha256 of each file of the train split, in path order
+  (a shard that is not a readable file, e.g. a TFDS one, by its name), so
+  moving the data keeps the key and editing it changes it."""
+  provider = seqio.get_mixture_or_task(task)
+  if isinstance(provider, seqio.Mixture):
+    tasks = [(t, float(provider.get_rate(t))) for t in provider.tasks]
+  else:
+    tasks = [(provider, 1.0)]
+  key = {}
+  for t, rate in sorted(tasks, key=lambda x: x[0].name):
+    shards = sorted(t.source.list_shards("train"))
+    key[t.name] = {"rate": rate, "train": [
+        _sha256(p) if tf.io.gfile.exists(p) and not tf.io.gfile.isdir(p)
+        else p for p in shards]}
+  return key
+
+
+def run_key(model_config, config: "TrainConfig", task: str
+            ) -> Dict[str, Any]:
+  """What OUT/config.json records and a resumed run must match."""
+  return {"model": dataclasses.asdict(model_config), "task": task,
+          "train": {k: v for k, v in dataclasses.asdict(config).items()
+                    if k not in _BOOKKEEPING_FIELDS},
+          "data": data_key(task)}
+
+
+def _check_resumable(out_dir: str, key: Dict[str, Any]) -> None:
+  """Raises InputError if OUT/config.json records another run's key."""
+  with open(os.path.join(out_dir, CONFIG_FILE), encoding="utf-8") as f:
+    saved = json.load(f)
+  names = {"model": "model configuration", "task": "task",
+           "train": "training configuration", "data": "training data",
+           "init": "initial parameters"}
+  # Through JSON, as saved (tuples become lists).
+  key = json.loads(json.dumps(key))
+  for part, name in names.items():
+    was, now = saved.get(part), key.get(part)
+    if was == now:
+      continue
+    detail = f"{was}, now {now}"
+    if part == "data" and isinstance(was, dict):  # Hashes say little.
+      detail = "changed: " + ", ".join(sorted(
+          t for t in set(was) | set(now) if was.get(t) != now.get(t)))
+    raise InputError(f"{out_dir} holds a run with another {name} ({detail});"
+                     " resume with the same one or use a new output "
+                     "directory")
+
+
 def save_config(out_dir: str, model_config, task: str,
-                extra: Optional[Dict[str, Any]] = None) -> None:
-  record = {"model": dataclasses.asdict(model_config), "task": task}
+                extra: Optional[Dict[str, Any]] = None,
+                key: Optional[Dict[str, Any]] = None) -> None:
+  """Writes OUT/config.json: `key` (see `run_key`; at least the model
+  config and task) and `extra`."""
+  record = dict(key or {"model": dataclasses.asdict(model_config),
+                        "task": task})
   record.update(extra or {})
   atomic_write_json(os.path.join(out_dir, CONFIG_FILE), record)
 
@@ -179,7 +244,8 @@ def load_params(model_dir: str):
   manager = checkpoint_manager(model_dir)
   step = manager.latest_step()
   if step is None:
-    raise ValueError(f"{model_dir}: no checkpoint")
+    raise InputError("no checkpoint (was `csl-jax train` stopped before "
+                     "its first?)", model_dir)
   # Restores the whole saved tree; the optimizer state is dropped.
   state = train_state.TrainState.create(
       apply_fn=model.apply, params=params,
@@ -187,12 +253,48 @@ def load_params(model_dir: str):
   return model, restore(manager, state, step).params
 
 
+def init_key(model_dir: str, model_config) -> Dict[str, Any]:
+  """What fixes the parameters a run starts from: `model_dir`'s run key
+  (sha256 of its config.json's key parts) and its latest step; not its path.
+
+  Raises:
+    InputError: no trained run there, or one of another model config.
+  """
+  if not os.path.exists(os.path.join(model_dir, CONFIG_FILE)):
+    raise InputError("not a `csl-jax train` directory (no config.json) to "
+                     "initialize from", model_dir)
+  source_config, record = load_config(model_dir)
+  if dataclasses.asdict(source_config) != dataclasses.asdict(model_config):
+    raise InputError("cannot initialize from a model of another "
+                     f"configuration ({dataclasses.asdict(source_config)}, "
+                     f"now {dataclasses.asdict(model_config)})", model_dir)
+  step = checkpoint_manager(model_dir).latest_step()
+  if step is None:
+    raise InputError("no checkpoint to initialize from", model_dir)
+  parts = {k: record.get(k) for k in ("model", "task", "train", "data",
+                                      "init")}
+  digest = hashlib.sha256(json.dumps(parts, sort_keys=True).encode())
+  return {"run": digest.hexdigest(), "step": int(step)}
+
+
 def train(out_dir: str, task: str,
           model_config: Optional[models.Seq2SeqConfig] = None,
           config: Optional[TrainConfig] = None,
           extra_config: Optional[Dict[str, Any]] = None,
-          progress: bool = True) -> Dict[str, Any]:
-  """Trains (resuming from OUT/checkpoints); returns the final metrics."""
+          progress: bool = True,
+          init_from: Optional[str] = None) -> Dict[str, Any]:
+  """Trains (resuming from OUT/checkpoints); returns the final metrics.
+
+  With `init_from` (a trained directory of the same model config), a fresh
+  run starts from that run's latest parameters (a fresh optimizer, step 0):
+  fine-tuning, e.g. on the original data after pretraining on synthetic
+  data (Yao & Koller 2024, §3.1). The source's identity keys the run.
+
+  Raises:
+    InputError: OUT holds a run of another model or training config, task,
+      training data or initialization (see `run_key`): it is never resumed
+      nor overwritten.
+  """
   model_config = model_config or models.Seq2SeqConfig()
   config = config or TrainConfig()
   vocab = seqio.get_mixture_or_task(task).output_features["targets"].vocabulary
@@ -200,21 +302,23 @@ def train(out_dir: str, task: str,
     model_config = dataclasses.replace(model_config,
                                        vocab_size=vocab.vocab_size)
   os.makedirs(out_dir, exist_ok=True)
+  key = run_key(model_config, config, task)
+  if init_from:
+    key["init"] = init_key(init_from, model_config)
   if os.path.exists(os.path.join(out_dir, CONFIG_FILE)):
-    saved, _ = load_config(out_dir)
-    if saved != model_config:
-      raise ValueError(f"{out_dir} holds a model with another configuration "
-                       f"({saved}); resume with the same one or use a new "
-                       "output directory")
-  save_config(out_dir, model_config, task, extra_config)
+    _check_resumable(out_dir, key)
+  save_config(out_dir, model_config, task, extra_config, key)
   n_dev = jax.local_device_count()
   if config.batch_size % n_dev:
-    raise ValueError(f"batch size {config.batch_size} does not divide "
+    raise InputError(f"batch size {config.batch_size} does not divide "
                      f"over {n_dev} devices")
   data_sharding, replicated = shardings(make_mesh())
   rng, init_rng = jax.random.split(jax.random.PRNGKey(config.seed))
   state = create_state(model_config, config, init_rng)
   manager = checkpoint_manager(out_dir)
+  if init_from and manager.latest_step() is None:
+    # Only a fresh run: a resumed one has its own, fine-tuned, parameters.
+    state = state.replace(params=load_params(init_from)[1])
   state = jax.device_put(restore(manager, state), replicated)
   start = int(state.step)
   feature_lengths = input_pipeline.lengths(model_config.max_input_len,
@@ -225,13 +329,14 @@ def train(out_dir: str, task: str,
                                   seed=config.seed, num_epochs=None,
                                   bucket_width=config.bucket_width)
   batches = input_pipeline.numpy_batches(ds.skip(start), config.bucket_width)
-  summaries = Summaries(os.path.join(out_dir, "tensorboard"))
+  summaries = TensorBoardWriter(os.path.join(out_dir, "tensorboard"))
   metrics: Dict[str, Any] = {"start_step": start}
   history, timed_steps, timed_seconds = [], 0, 0.0
   shapes = set()
   wall_start = time.time()
-  for step in tqdm.trange(start, config.num_steps, disable=not progress,
-                          desc="train"):
+  # A bar on a terminal, a few log lines in a log file.
+  for step in progress_lib.progress(range(start, config.num_steps),
+                                    disable=not progress, desc="train"):
     batch = next(batches)
     shape = tuple(v.shape for v in batch.values())
     batch = jax.device_put(batch, data_sharding)
@@ -254,6 +359,7 @@ def train(out_dir: str, task: str,
                                         data_sharding, config.bucket_width)
         summaries.scalars(metrics["eval"], done, config.eval_split)
   manager.wait_until_finished()
+  summaries.close()
   if history:
     metrics.update(first_loss=history[0], final_loss=history[-1],
                    mean_last_loss=float(np.mean(history[-10:])))

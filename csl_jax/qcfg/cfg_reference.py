@@ -3,7 +3,8 @@
 It follows the definitions literally: try every assignment of categories to
 slot groups, and for each sentential form compute the categories of every span
 by fixpoint iteration over the productions as written (no binarization, no
-precomputed closures). Only for tests on small inputs.
+precomputed closures). Only for tests on small inputs. Functions are named
+after the `OutputCFG` methods they check, with the grammar as first argument.
 """
 
 import functools
@@ -47,7 +48,7 @@ def _span_categories(productions, form) -> FrozenSet[str]:
   return frozenset(table.get((0, n), ()))
 
 
-def derivable_categories_reference(
+def derivable_categories(
     cfg, tokens: Sequence[str], is_slot: Optional[Sequence[bool]] = None,
     slot_categories: Optional[Iterable[str]] = None,
     slot_ids: Optional[Sequence[int]] = None) -> FrozenSet[str]:
@@ -70,17 +71,17 @@ def derivable_categories_reference(
   return frozenset(result)
 
 
-def recognize_reference(cfg, tokens: Sequence[str],
-                        is_slot: Optional[Sequence[bool]] = None,
-                        slot_categories: Optional[Iterable[str]] = None,
-                        slot_ids: Optional[Sequence[int]] = None,
-                        category: Union[None, str, Iterable[str]] = None
-                        ) -> bool:
+def recognizes_with_slots(cfg, tokens: Sequence[str],
+                          is_slot: Optional[Sequence[bool]] = None,
+                          slot_categories: Optional[Iterable[str]] = None,
+                          slot_ids: Optional[Sequence[int]] = None,
+                          category: Union[None, str, Iterable[str]] = None
+                          ) -> bool:
   """Like OutputCFG.recognizes_with_slots, the slow obvious way."""
   if category is None:
     category = [cfg.start]
   elif isinstance(category, str):
     category = [category]
-  found = derivable_categories_reference(cfg, tokens, is_slot,
-                                         slot_categories, slot_ids)
+  found = derivable_categories(cfg, tokens, is_slot, slot_categories,
+                               slot_ids)
   return bool(found & set(category))

@@ -1,7 +1,13 @@
-"""Pure-Python twin of `occurrence_kernel`: brute force over substitutions."""
+"""Pure-Python twin of `occurrence_kernel`: brute force over substitutions.
+
+`match_examples` and `intersect_sorted` have the kernel's signatures;
+`occurs` is the literal definition on string tokens that both rest on.
+"""
 
 import itertools
 from typing import Sequence
+
+import numpy as np
 
 from csl_jax.qcfg.rules import nt_index
 
@@ -35,3 +41,18 @@ def occurs(pattern: Sequence[str], tokens: Sequence[str]) -> bool:
         if ok and out == window:
           return True
   return False
+
+
+def match_examples(flat, offsets, candidates, pattern, num_nts):
+  """out[c] = the pattern occurs in example candidates[c] (int codes)."""
+  del num_nts  # Scratch size for the kernel; the twin needs none.
+  # Back to strings so that `occurs` is the single definition.
+  symbols = [f"NT_{-c}" if c < 0 else str(c) for c in pattern]
+  return np.array(
+      [occurs(symbols, [str(t) for t in flat[offsets[b]:offsets[b + 1]]])
+       for b in candidates], np.bool_)
+
+
+def intersect_sorted(a, b):
+  """Common elements of two sorted, duplicate-free id arrays."""
+  return np.array(sorted(set(a.tolist()) & set(b.tolist())), a.dtype)

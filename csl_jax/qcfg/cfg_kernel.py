@@ -29,7 +29,7 @@ def slot_code(row: int) -> int:
   return -2 - row
 
 
-class EncodedGrammar(NamedTuple):
+class CFGArrays(NamedTuple):
   num_categories: int
   num_symbols: int
   lex_start: np.ndarray  # int64[T + 1], CSR offsets into lex_sym
@@ -48,9 +48,9 @@ def _csr(lists: Sequence[Sequence[int]]) -> Tuple[np.ndarray, np.ndarray]:
   return start, flat
 
 
-def encode_grammar(
+def encode_cfg(
     num_categories: int, num_terminals: int,
-    productions: Sequence[Tuple[int, Sequence[int]]]) -> EncodedGrammar:
+    productions: Sequence[Tuple[int, Sequence[int]]]) -> CFGArrays:
   """Encodes `(lhs, rhs)` productions; rhs has categories c >= 0, terminals ~t.
 
   Terminal t is written `~t` (== -1 - t) so that one int list holds both.
@@ -115,8 +115,8 @@ def encode_grammar(
   clo_start, clo_sym = _csr(closure)
   bin_start, bin_right = _csr([[r for r, _ in x] for x in by_left])
   _, bin_parent = _csr([[p for _, p in x] for x in by_left])
-  return EncodedGrammar(num_categories, num_symbols, lex_start, lex_sym,
-                        clo_start, clo_sym, bin_start, bin_right, bin_parent)
+  return CFGArrays(num_categories, num_symbols, lex_start, lex_sym,
+                   clo_start, clo_sym, bin_start, bin_right, bin_parent)
 
 
 @numba.njit(cache=True, inline="always")
@@ -216,7 +216,7 @@ def cky_top_categories(tokens, slot_masks, capacity, num_categories,
   return top, True
 
 
-def top_categories(grammar: EncodedGrammar, tokens: np.ndarray,
+def top_categories(grammar: CFGArrays, tokens: np.ndarray,
                    slot_masks: np.ndarray,
                    initial_capacity: int = 0) -> np.ndarray:
   """bool[C] of categories deriving `tokens` (codes as in the module doc)."""

@@ -3,7 +3,7 @@
 A pattern is int32 symbols: terminals >= 0, NT_k encoded as -k. It occurs in
 a string if some substitution of non-empty strings for its NTs (the same
 string for every occurrence of one NT) makes it a substring. The twin is
-`occurrence_reference.occurs`.
+`occurrence_reference.py` (same function names).
 """
 
 import numba

@@ -1,0 +1,90 @@
+"""The effective gin configuration of a function, as JSON (for cache keys).
+
+A stage's cache key must change exactly when a setting that changes its
+result changes: the function's defaults overridden by its gin bindings,
+with configurable references (e.g. `induce.config = @InductionConfig()`)
+evaluated to the objects they make.
+"""
+
+import collections.abc
+import dataclasses
+import inspect
+import math
+import numbers
+import typing
+from typing import Any, Callable, Dict, Iterable
+
+import gin
+
+from csl_jax.errors import InputError
+
+
+def to_json(value: Any) -> Any:
+  """Dataclasses, tuples, sets and non-finite floats as plain JSON."""
+  if dataclasses.is_dataclass(value) and not isinstance(value, type):
+    return {f.name: to_json(getattr(value, f.name))
+            for f in dataclasses.fields(value)}
+  if isinstance(value, dict):
+    return {str(k): to_json(v) for k, v in sorted(value.items())}
+  if isinstance(value, (list, tuple)):
+    return [to_json(v) for v in value]
+  if isinstance(value, (set, frozenset)):
+    return sorted(to_json(v) for v in value)
+  if isinstance(value, float) and not math.isfinite(value):
+    return repr(value)  # "inf", "nan": strict JSON has no such numbers
+  return value
+
+
+def gin_params(fn: Callable[..., Any], exclude: Iterable[str] = ()
+               ) -> Dict[str, Any]:
+  """`fn`'s keyword parameters as gin would call it: defaults, then bindings.
+
+  Args:
+    fn: a gin-configurable function (or class).
+    exclude: parameter names to leave out (paths the caller passes).
+  """
+  exclude = set(exclude)
+  params = {}
+  for name, p in inspect.signature(fn).parameters.items():
+    if name in exclude or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+      continue
+    if p.default is not inspect.Parameter.empty:
+      params[name] = p.default
+  params.update({k: v for k, v in gin.get_bindings(fn).items()
+                 if k not in exclude})
+  return params
+
+
+def _type_ok(value: Any, annotation: Any) -> bool:
+  origin = typing.get_origin(annotation)
+  if annotation is Any:
+    return True
+  if origin is typing.Union:
+    return any(_type_ok(value, a) for a in typing.get_args(annotation))
+  if annotation is type(None):
+    return value is None
+  if annotation is bool:
+    return isinstance(value, bool)
+  if annotation is int:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+  if annotation is float:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+  if annotation is str:
+    return isinstance(value, str)
+  if origin in (tuple, list, collections.abc.Sequence):
+    return isinstance(value, (tuple, list))
+  return True  # other annotations are not checked
+
+
+def check_types(config: Any) -> None:
+  """Raises InputError when a dataclass config field has a value of the
+  wrong type (a gin binding such as `FitConfig.num_states = '4'` would
+  otherwise fail deep inside a kernel)."""
+  hints = typing.get_type_hints(type(config))
+  for field in dataclasses.fields(config):
+    value = getattr(config, field.name)
+    annotation = hints.get(field.name, Any)
+    if not _type_ok(value, annotation):
+      name = getattr(annotation, "__name__", str(annotation))
+      raise InputError(f"{type(config).__name__}.{field.name} must be of "
+                       f"type {name}, got {value!r}")

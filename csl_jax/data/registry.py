@@ -1,0 +1,203 @@
+"""One loader shape for every dataset: SCAN, COGS, GeoQuery, your own TSVs.
+
+A `Dataset` turns (split, data_dir, options) into {part: examples}; it names
+the source files its result depends on (they key the pipeline's cache) and
+the output CFG of its programs, a package asset under `tasks/<dataset>/`.
+`prepare` writes the parts as `<out_dir>/<part>.tsv`. Both `csl-jax prepare`
+and `csl-jax augment` go through `get(name)`.
+"""
+
+import dataclasses
+import glob
+import os
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
+
+import gin
+
+from csl_jax.data import cogs
+from csl_jax.data import geoquery
+from csl_jax.data import scan
+from csl_jax.data import tsv
+from csl_jax.errors import InputError
+
+Parts = Dict[str, List[tsv.Example]]
+
+
+@dataclasses.dataclass(frozen=True)
+class Dataset:
+  """A dataset the pipeline can prepare.
+
+  Attributes:
+    name: registry name (`scan`, `cogs`, `geoquery`, `tsv`).
+    splits: valid split names; empty: the dataset has one fixed split.
+    default_split: the split used when none is given.
+    needs_data_dir: whether files must be given (SCAN is generated).
+    load: (split, data_dir, options) -> {part: examples}.
+    source_files: (split, data_dir, options) -> the files `load` reads.
+    output_cfg: the programs' CFG, a path relative to the `tasks` package
+      (see `csl_jax.assets`), or None.
+    eval_part: the part the CSL parser is scored on in the report.
+  """
+  name: str
+  splits: Sequence[str]
+  default_split: str
+  needs_data_dir: bool
+  load: Callable[[str, Optional[str], Mapping[str, Any]], Parts]
+  source_files: Callable[[str, Optional[str], Mapping[str, Any]], List[str]]
+  output_cfg: Optional[str] = None
+  eval_part: str = "test"
+
+  def check_split(self, split: str) -> None:
+    if self.splits and split not in self.splits:
+      raise InputError(f"unknown {self.name} split {split!r}; valid: "
+                       f"{', '.join(self.splits)}")
+
+
+_DATASETS: Dict[str, Dataset] = {}
+
+
+def add(dataset: Dataset) -> None:
+  _DATASETS[dataset.name] = dataset
+
+
+def get(name: str) -> Dataset:
+  if name not in _DATASETS:
+    raise InputError(f"unknown dataset {name!r}; valid: {', '.join(names())} "
+                     "(or run the stage commands on your own TSVs)")
+  return _DATASETS[name]
+
+
+def names() -> List[str]:
+  return sorted(_DATASETS)
+
+
+@gin.configurable(module="prepare")
+def prepare(out_dir: str, dataset: str, split: Optional[str] = None,
+            data_dir: Optional[str] = None,
+            options: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+  """Writes `<out_dir>/<part>.tsv` for every part; returns the summary."""
+  spec = get(dataset)
+  # A dataset without named splits has one; a split from gin is moot.
+  split = (split or spec.default_split) if spec.splits else \
+      spec.default_split
+  spec.check_split(split)
+  options = dict(options or {})
+  if spec.needs_data_dir:
+    if not data_dir:
+      raise InputError(f"{dataset} needs --data_dir (the directory of its "
+                       "files; see ../shared/data/README.md)")
+    if not os.path.isdir(data_dir):
+      raise InputError("no such data directory", data_dir)
+  parts = spec.load(split, data_dir, options)
+  summary: Dict[str, Any] = {"dataset": dataset, "split": split}
+  summary.update({k: v for k, v in options.items()})
+  total = 0
+  for part, examples in parts.items():
+    tsv.write_tsv(os.path.join(out_dir, f"{part}.tsv"), examples)
+    summary[f"num_{part}"] = len(examples)
+    total += len(examples)
+  summary["num_examples"] = total
+  return summary
+
+
+# ---- SCAN: generated from its grammar, or TFDS / local files ---------------
+
+SCAN_SOURCES = ("generate", "tfds", "local")
+
+
+def _scan_load(split, data_dir, options) -> Parts:
+  source = options.get("source", "generate")
+  if source not in SCAN_SOURCES:
+    raise InputError(f"unknown SCAN source {source!r}; valid: "
+                     f"{', '.join(SCAN_SOURCES)}")
+  if source == "generate":
+    train, test = scan.make_split(split, seed=options.get("seed", 0))
+  elif source == "tfds":
+    train, test = scan.load_tfds(split, data_dir=data_dir)
+  else:
+    if not data_dir:
+      raise InputError("--source=local needs --data_dir")
+    train, test = scan.load_local(data_dir)
+  return {"train": train, "test": test}
+
+
+def _scan_sources(split, data_dir, options) -> List[str]:
+  if options.get("source", "generate") == "local" and data_dir:
+    return sorted(glob.glob(os.path.join(data_dir, "*.txt")) +
+                  glob.glob(os.path.join(data_dir, "*.tsv")))
+  return []  # generated: the split name and seed key it
+
+
+add(Dataset("scan", scan.SPLITS, "addprim_jump", False, _scan_load,
+            _scan_sources))
+
+
+# ---- COGS: its TSVs (2 or 3 columns), optionally variable-free --------------
+
+COGS_PARTS = ("train", "dev", "test", "gen")
+
+
+def _cogs_load(split, data_dir, options) -> Parts:
+  del split  # COGS has one split: train/dev/test/gen
+  varfree = options.get("varfree", True)
+  primitives = options.get("primitives", "word")
+  parts = {}
+  for part in options.get("parts", COGS_PARTS):
+    src = os.path.join(data_dir, f"{part}.tsv")
+    if not os.path.isfile(src):
+      raise InputError("missing COGS file", src)
+    if varfree:
+      parts[part] = cogs.convert_examples(src, primitives)
+    else:
+      parts[part] = [tsv.Example(e.input, e.output)
+                     for e in cogs.load_cogs(src)]
+  return parts
+
+
+def _cogs_sources(split, data_dir, options) -> List[str]:
+  del split
+  return [os.path.join(data_dir, f"{p}.tsv")
+          for p in options.get("parts", COGS_PARTS)]
+
+
+add(Dataset("cogs", (), "gen", True, _cogs_load, _cogs_sources,
+            output_cfg="tasks/cogs/varfree.cfg"))
+
+
+# ---- GeoQuery: FunQL, NQG/CSL format ---------------------------------------
+
+def _geoquery_load(split, data_dir, options) -> Parts:
+  del options
+  return geoquery.load_split(data_dir, split)
+
+
+def _geoquery_sources(split, data_dir, options) -> List[str]:
+  del options
+  return sorted(glob.glob(os.path.join(data_dir, split, "*.tsv")))
+
+
+add(Dataset("geoquery", geoquery.SPLITS, "standard", True, _geoquery_load,
+            _geoquery_sources, output_cfg="tasks/geoquery/funql.cfg"))
+
+
+# ---- Your own data: <data_dir>/{train,dev,test,gen}.tsv as they are --------
+
+TSV_PARTS = ("train", "dev", "test", "gen")
+
+
+def _tsv_load(split, data_dir, options) -> Parts:
+  del split, options
+  if not os.path.isfile(os.path.join(data_dir, "train.tsv")):
+    raise InputError("no train.tsv", data_dir)
+  return {p: tsv.read_tsv(os.path.join(data_dir, f"{p}.tsv"))
+          for p in TSV_PARTS
+          if os.path.isfile(os.path.join(data_dir, f"{p}.tsv"))}
+
+
+def _tsv_sources(split, data_dir, options) -> List[str]:
+  del split, options
+  return [os.path.join(data_dir, f"{p}.tsv") for p in TSV_PARTS
+          if os.path.isfile(os.path.join(data_dir, f"{p}.tsv"))]
+
+
+add(Dataset("tsv", (), "", True, _tsv_load, _tsv_sources))

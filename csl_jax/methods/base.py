@@ -1,0 +1,81 @@
+"""What an augmentation method is: an ordered list of cached stages.
+
+A method (CSL, GECA, PCFG sampling + backtranslation, AugZero, ...) turns a
+run's original data into candidate synthetic pairs. The pipeline
+(`csl_jax.pipeline.augment`) runs its stages in order, each in its own
+directory `RUN/<method>/<stage.name>/`, redoing a stage only when the
+contents of its `inputs` or its `config` change (`csl_jax.pipeline.cache`).
+The last stage's summary names the candidates file (key `candidates`), which
+the pipeline publishes as `RUN/<method>/candidates.tsv`.
+
+Methods never import each other; what two of them share lives below them
+(`qcfg/`, `cky/`, `data/`).
+"""
+
+import dataclasses
+from typing import (Any, Callable, Dict, List, Mapping, Protocol, Sequence,
+                    Tuple)
+
+
+@dataclasses.dataclass(frozen=True)
+class Stage:
+  """One cached step of a method.
+
+  Attributes:
+    name: its directory under `RUN/<method>/`.
+    inputs: files whose contents key the cache (outputs of earlier stages or
+      the run's data).
+    config: this stage's own settings, JSON-serializable; they key the cache.
+      Only what changes the result belongs here.
+    run: writes the stage's artifacts into the directory it is given and
+      returns its summary (JSON-serializable).
+  """
+  name: str
+  inputs: Sequence[str]
+  config: Mapping[str, Any]
+  run: Callable[[str], Dict[str, Any]]
+
+
+@dataclasses.dataclass(frozen=True)
+class RunData:
+  """The original data of a run: `RUN/data/<split>.tsv` paths by split."""
+  directory: str
+  splits: Mapping[str, str]
+
+  @property
+  def train(self) -> str:
+    return self.splits["train"]
+
+
+class Method(Protocol):
+  """An augmentation method of the pipeline."""
+
+  name: str
+
+  def stages(self, data: RunData, workdir: str) -> List[Stage]:
+    """The method's stages; `workdir` is `RUN/<method>/`, stage `s` runs in
+    `workdir/s.name`. The last stage's summary has `candidates`: the path of
+    the TSV of generated pairs."""
+
+  def report_rows(self, summaries: Mapping[str, dict]
+                  ) -> List[Tuple[str, str]]:
+    """(label, value) rows for the run report from the stage summaries."""
+
+
+_METHODS: Dict[str, Callable[[], Method]] = {}
+
+
+def add(name: str, factory: Callable[[], Method]) -> None:
+  """Registers a method factory (gin-configured classes are factories)."""
+  _METHODS[name] = factory
+
+
+def get(name: str) -> Method:
+  from csl_jax.errors import InputError  # pylint: disable=g-import-not-at-top
+  if name not in _METHODS:
+    raise InputError(f"unknown method {name!r}; valid: {', '.join(names())}")
+  return _METHODS[name]()
+
+
+def names() -> List[str]:
+  return sorted(_METHODS)

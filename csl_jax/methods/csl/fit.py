@@ -1,0 +1,153 @@
+"""CSL's parametric model over an induced grammar (`csl-jax fit`).
+
+Writes DIR/model.json, DIR/params.npz, DIR/grammar.qcfg (the model is self
+contained), DIR/checkpoint.msgpack (resumed from), DIR/tensorboard/ and
+DIR/summary.json with log p(x, y) and log p(y | x) on train (and --eval).
+"""
+
+import dataclasses
+import os
+from typing import Any, Dict, List, Optional, Tuple
+
+from absl import logging
+import gin
+
+from csl_jax import assets
+from csl_jax.cky import forest
+from csl_jax.data import tsv
+from csl_jax.errors import InputError
+from csl_jax.files import read_text
+from csl_jax.model.csl_model import CSLModel
+from csl_jax.qcfg.output_cfg import load_output_cfg
+from csl_jax.qcfg.rules import load_rules
+from csl_jax.summaries import TensorBoardWriter
+from csl_jax.progress import progress
+
+
+def _read_inputs(path: str) -> List[str]:
+  """Unlabeled inputs: one per line, or the first column of a TSV."""
+  inputs = [line.split("\t")[0].strip()
+            for line in read_text(path).lstrip("\ufeff").splitlines()]
+  inputs = [x for x in inputs if x]
+  if not inputs:
+    raise InputError("no inputs", path)
+  return inputs
+
+
+def _bounded_pairs(path: str, max_source_len: int, max_target_len: int,
+                   skip_too_long: bool) -> Tuple[List, int]:
+  """Token pairs of a TSV; an example over the bounds is an InputError
+  (or skipped and counted), so memory stays bounded."""
+  pairs, skipped = [], 0
+  for line, e in enumerate(tsv.read_tsv(path), start=1):
+    x, y = e.input.split(), e.output.split()
+    if len(x) > max_source_len or len(y) > max_target_len:
+      if skip_too_long:
+        skipped += 1
+        continue
+      raise InputError(f"example longer than the bound ({len(x)} > "
+                       f"{max_source_len} or {len(y)} > {max_target_len} "
+                       "tokens; raise max_source_len/max_target_len or "
+                       "pass --skip_too_long)", path, line)
+    pairs.append((x, y))
+  return pairs, skipped
+
+
+@gin.configurable(module="fit")
+def fit(out_dir: str, grammar: str, train_data: str,
+        eval_data: Optional[str] = None, max_nts: int = 4,
+        output_cfg: Optional[str] = None, tensorboard: bool = True,
+        summary_every: int = 10, unlabeled: Optional[str] = None,
+        unlabeled_copies: int = 1,
+        max_source_len: int = forest.DEFAULT_MAX_SOURCE_LEN,
+        max_target_len: int = forest.DEFAULT_MAX_TARGET_LEN,
+        skip_too_long: bool = False,
+        config: Optional["train.FitConfig"] = None) -> Dict[str, Any]:
+  """Fits the model; returns the summary.
+
+  Every input is read and checked before any work. With `unlabeled` inputs,
+  the fitted model labels them (hard EM), and the model is refit on the
+  training pairs plus `unlabeled_copies` copies of the labeled ones (Qiu et
+  al., 2022, C.7).
+  """
+  from csl_jax.model import train  # pylint: disable=g-import-not-at-top
+  config = config or train.FitConfig()
+  if unlabeled_copies < 1:
+    raise InputError(f"unlabeled_copies must be >= 1, not {unlabeled_copies}")
+  output_cfg = assets.resolve(output_cfg)
+  if output_cfg:
+    load_output_cfg(output_cfg)  # a bad CFG fails now, not after training
+  rules = load_rules(grammar)
+  pairs, num_too_long = _bounded_pairs(train_data, max_source_len,
+                                       max_target_len, skip_too_long)
+  held = None
+  if eval_data:
+    held, _ = _bounded_pairs(eval_data, max_source_len, max_target_len,
+                             skip_too_long)
+  unlabeled_inputs = _read_inputs(unlabeled) if unlabeled else None
+  os.makedirs(out_dir, exist_ok=True)
+  summary: Dict[str, Any] = {"num_skipped_too_long": num_too_long}
+  writer = TensorBoardWriter(os.path.join(out_dir, "tensorboard")
+                             if tensorboard else None)
+  bar = progress(total=config.num_steps, desc="fit", unit="step",
+                  mininterval=1.0)
+
+  def on_step(step, loss):
+    bar.update(1)
+    if step % summary_every == 0 or step == 1:
+      bar.set_postfix(loss=f"{loss:.4f}")
+      writer.scalar("train/neg_log_p_xy", loss, step)
+
+  lengths = dict(max_source_len=max_source_len, max_target_len=max_target_len)
+  params, history, data = train.fit(
+      rules, pairs, config, max_nts,
+      os.path.join(out_dir, "checkpoint.msgpack"), on_step, source=train_data,
+      **lengths)
+  bar.close()
+  if unlabeled:
+    first = CSLModel.from_params(rules, params, data.grammar.max_nts,
+                                 config.num_states, output_cfg)
+    labeled = [(x.split(), list(r.target)) for x, r in
+               zip(unlabeled_inputs, first.parse(unlabeled_inputs,
+                                                 skip_too_long=True))
+               if r.parsed]
+    tsv.write_tsv(os.path.join(out_dir, "pseudo_labeled.tsv"),
+                  [(" ".join(x), " ".join(y)) for x, y in labeled])
+    summary.update(unlabeled=os.fspath(unlabeled),
+                   num_pseudo_labeled=len(labeled))
+    bar = progress(total=config.num_steps, desc="refit", unit="step",
+                   mininterval=1.0)
+    pairs = pairs + labeled * unlabeled_copies
+    # Pseudo-labels over the bounds are dropped (and counted), not fatal.
+    params, history, data = train.fit(
+        rules, pairs, config, max_nts,
+        os.path.join(out_dir, "checkpoint_semi_supervised.msgpack"),
+        on_step, skip_too_long=True, **lengths)
+    summary["num_pseudo_labeled_too_long"] = data.num_too_long
+    bar.close()
+  CSLModel.from_params(rules, params, data.grammar.max_nts,
+                       config.num_states, output_cfg,
+                       dataclasses.asdict(config)).save(out_dir)
+  figures = train.average_log_likelihoods(params, rules, data, pairs,
+                                          config.max_unary, **lengths)
+  summary.update(
+      grammar=os.fspath(grammar), train=os.fspath(train_data),
+      num_examples=len(pairs), num_distinct=len(data.pairs),
+      num_underivable=data.num_underivable, num_rules=len(rules),
+      num_steps=len(history), final_loss=history[-1][1],
+      forest_seconds=round(data.forest_seconds, 3),
+      train_log_p_xy=figures["log_p_xy"],
+      train_log_p_y_given_x=figures["log_p_y_given_x"])
+  step = len(history)
+  writer.scalar("train/log_p_y_given_x", figures["log_p_y_given_x"], step)
+  if held is not None:
+    figures = train.average_log_likelihoods(params, rules, data, held,
+                                            config.max_unary, **lengths)
+    summary.update(eval=os.fspath(eval_data),
+                   eval_log_p_xy=figures["log_p_xy"],
+                   eval_log_p_y_given_x=figures["log_p_y_given_x"],
+                   eval_num_derivable=figures["num_derivable"])
+    writer.scalar("eval/log_p_y_given_x", figures["log_p_y_given_x"], step)
+  writer.close()
+  logging.info("fit: %d steps, loss %.4f", len(history), history[-1][1])
+  return dict(summary)

@@ -1,0 +1,1 @@
+"""The augmentation pipeline: data -> method stages -> selection -> report."""

@@ -1,0 +1,150 @@
+"""`augment`: data -> each method's stages -> candidates -> selection -> report.
+
+The run directory contract (read by the report and `tasks.register_run`):
+  RUN/data/{train,dev,test,gen}.tsv          original parts (those present)
+  RUN/<method>/<stage>/...                   the method's cached stages
+  RUN/<method>/candidates.tsv                everything the method generated
+  RUN/<method>/synthetic.tsv                 its synthetic training pairs
+  RUN/<method>/<selector>_<k>/synthetic.tsv  a selector's subset of k
+  RUN/<method>/summary.json                  stage summaries, report rows
+  RUN/report.{md,html}, RUN/summary.json
+One process at a time holds the directory (`lock.run_lock`).
+"""
+
+import os
+import shutil
+from typing import Any, Dict, Mapping, Optional, Sequence
+
+import gin
+
+from csl_jax.data import registry as data_registry
+from csl_jax.data import tsv
+from csl_jax.errors import InputError
+from csl_jax.files import atomic_write_json
+from csl_jax.methods import base as method_base
+from csl_jax.pipeline import cache
+from csl_jax.pipeline import lock
+from csl_jax.pipeline import report as report_lib
+from csl_jax import selection
+
+DATA_DIR = "data"
+
+
+def _publish(src: str, dst: str) -> None:
+  """Atomic copy, skipped when `dst` already has the same bytes."""
+  if os.path.exists(dst) and cache.file_hash(dst) == cache.file_hash(src):
+    return
+  tmp = f"{dst}.tmp.{os.getpid()}"
+  shutil.copyfile(src, tmp)
+  os.replace(tmp, dst)
+
+
+def prepare_stage(dataset: str, split: Optional[str], data_dir: Optional[str],
+                  options: Mapping[str, Any]) -> method_base.Stage:
+  spec = data_registry.get(dataset)
+  # A dataset without named splits has one; a split from gin is moot.
+  split = (split or spec.default_split) if spec.splits else \
+      spec.default_split
+  spec.check_split(split)
+  if spec.needs_data_dir and not data_dir:
+    raise InputError(f"augment of {dataset} needs --data_dir (or "
+                     "--gin.augment.data_dir=\"'DIR'\")")
+  if data_dir and not os.path.isdir(data_dir):
+    raise InputError("no such data directory", data_dir)
+  files = spec.source_files(split, data_dir, options) if data_dir else []
+  config = {"dataset": dataset, "split": split, "options": dict(options)}
+  return method_base.Stage(
+      DATA_DIR, files, config,
+      lambda d: data_registry.prepare(d, dataset, split, data_dir, options))
+
+
+def select_stage(selector: str, k: int, seed: int, candidates: str,
+                 train: str) -> method_base.Stage:
+  chooser = selection.get(selector)
+
+  def run(directory: str) -> Dict[str, Any]:
+    pool = tsv.read_tsv(candidates)
+    chosen = chooser.select(pool, tsv.read_tsv(train), k, seed)
+    tsv.write_tsv(os.path.join(directory, "synthetic.tsv"),
+                  [pool[i] for i in chosen])
+    return {"selector": selector, "k": k, "seed": seed,
+            "pool_size": len(pool), "num_examples": len(chosen),
+            "num_short": max(0, k - len(chosen))}
+
+  return method_base.Stage(f"{selector}_{k}", [candidates, train],
+                       {"selector": selector, "k": k, "seed": seed}, run)
+
+
+@gin.configurable(module="augment")
+def augment(run_dir: str, dataset: str = "scan", split: Optional[str] = None,
+            data_dir: Optional[str] = None,
+            dataset_options: Optional[Mapping[str, Any]] = None,
+            methods: Sequence[str] = ("csl",), select: Optional[str] = None,
+            select_num: Optional[int] = None, select_seed: int = 0,
+            wait: bool = False) -> Dict[str, Any]:
+  """Runs the pipeline into `run_dir`; returns the run summary.
+
+  Args:
+    run_dir: the run directory (locked while this runs).
+    dataset: a `csl_jax.data.registry` name.
+    split: the dataset's split (its default if None).
+    data_dir: the dataset's files (not needed for SCAN).
+    dataset_options: extra loader options (SCAN `seed`, COGS `primitives`).
+    methods: the methods to run, `csl_jax.methods` registry names.
+    select: a selector name (`csl_jax.selection`), or None.
+    select_num: how many candidates the selector keeps.
+    select_seed: the selector's seed.
+    wait: wait for another process holding `run_dir` instead of stopping.
+  """
+  if select and (select_num is None or select_num < 1):
+    raise InputError("--select needs --select_num K with K >= 1")
+  if select:
+    selection.get(select)  # fail before any work on a bad name
+  chosen = [method_base.get(m) for m in methods]
+  options = dict(dataset_options or {})
+  with lock.run_lock(run_dir, wait):
+    summary: Dict[str, Any] = {"dataset": dataset, "stages": {}}
+    prep = prepare_stage(dataset, split, data_dir, options)
+    data_dir_out = os.path.join(run_dir, DATA_DIR)
+    data_summary = cache.run_stage(prep, data_dir_out)
+    summary["split"] = data_summary.get("split")
+    summary["stages"]["data"] = _brief(data_summary)
+    parts = {p: os.path.join(data_dir_out, f"{p}.tsv")
+             for p in ("train", "dev", "test", "gen")
+             if os.path.exists(os.path.join(data_dir_out, f"{p}.tsv"))}
+    run_data = method_base.RunData(data_dir_out, parts)
+    for method in chosen:
+      workdir = os.path.join(run_dir, method.name)
+      stage_summaries = {}
+      for stage in method.stages(run_data, workdir):
+        stage_summaries[stage.name] = cache.run_stage(
+            stage, os.path.join(workdir, stage.name))
+        summary["stages"][f"{method.name}/{stage.name}"] = _brief(
+            stage_summaries[stage.name])
+      last = stage_summaries[list(stage_summaries)[-1]]
+      if "candidates" not in last:
+        raise RuntimeError(f"method {method.name}: the last stage's summary "
+                           "names no `candidates` file")
+      candidates = os.path.join(workdir, "candidates.tsv")
+      _publish(last["candidates"], candidates)
+      _publish(candidates, os.path.join(workdir, "synthetic.tsv"))
+      if select:
+        stage = select_stage(select, select_num, select_seed, candidates,
+                             run_data.train)
+        stage_summaries[stage.name] = cache.run_stage(
+            stage, os.path.join(workdir, stage.name))
+        summary["stages"][f"{method.name}/{stage.name}"] = _brief(
+            stage_summaries[stage.name])
+      atomic_write_json(os.path.join(workdir, "summary.json"), {
+          "method": method.name, "stages": stage_summaries,
+          "stage_order": list(stage_summaries),
+          "report_rows": [list(r) for r in
+                          method.report_rows(stage_summaries)]})
+    summary["report"] = report_lib.write_report(run_dir)
+    atomic_write_json(os.path.join(run_dir, "summary.json"), summary)
+  return summary
+
+
+def _brief(stage_summary: Mapping[str, Any]) -> Dict[str, Any]:
+  return {"cached": stage_summary.get("cached"),
+          "seconds": stage_summary.get("seconds")}

@@ -1,0 +1,102 @@
+"""The stage cache: a stage is redone only when its own inputs or config change.
+
+Each stage directory holds `stage_key.json`: the stage's key (sha256 over its
+name, its JSON config and the contents of its input files), the config and
+input hashes it was computed from (so a user can see why a stage reran), and
+whether the stage completed. On a run:
+  - same key, completed, summary present: reused (`cached: true`);
+  - same key, not completed (the process was killed): rerun in place, so
+    the stage's own resumable artifacts (induction state, fit checkpoints)
+    carry on;
+  - another key: the directory is emptied first, so nothing of the old
+    configuration can leak into the new result.
+"""
+
+import hashlib
+import json
+import os
+import shutil
+import time
+from typing import Any, Dict, Mapping, Sequence
+
+from absl import logging
+
+from csl_jax.errors import InputError
+from csl_jax.files import atomic_write_json, read_json
+from csl_jax.methods.base import Stage
+
+KEY_FILE = "stage_key.json"
+SUMMARY_FILE = "summary.json"
+
+
+def file_hash(path: str) -> str:
+  """sha256 of a file's bytes."""
+  h = hashlib.sha256()
+  try:
+    with open(path, "rb") as f:
+      for block in iter(lambda: f.read(1 << 20), b""):
+        h.update(block)
+  except (FileNotFoundError, IsADirectoryError, PermissionError) as e:
+    raise InputError(f"cannot read stage input ({e.strerror})", path) from None
+  return h.hexdigest()
+
+
+def _canonical(config: Mapping[str, Any]) -> str:
+  try:
+    return json.dumps(config, sort_keys=True, separators=(",", ":"))
+  except TypeError as e:  # a programming error in a method, not user input
+    raise TypeError(f"stage config must be JSON-serializable: {e}") from e
+
+
+def stage_key(name: str, inputs: Sequence[str],
+              config: Mapping[str, Any]) -> Dict[str, Any]:
+  """The key record of a stage: key, config and input hashes."""
+  hashes = {os.fspath(p): file_hash(p) for p in inputs}
+  h = hashlib.sha256()
+  h.update(name.encode())
+  h.update(_canonical(config).encode())
+  # Inputs count by content and order, not by where they are stored, so a
+  # run directory can be moved without invalidating its cache.
+  for p in inputs:
+    h.update(hashes[os.fspath(p)].encode())
+  return {"key": h.hexdigest(), "config": json.loads(_canonical(config)),
+          "input_hashes": [hashes[os.fspath(p)] for p in inputs]}
+
+
+def run_stage(stage: Stage, directory: str) -> Dict[str, Any]:
+  """Runs `stage` in `directory` unless its key is unchanged; returns its
+  summary with `cached` (bool) and `seconds`."""
+  record = stage_key(stage.name, stage.inputs, stage.config)
+  key_path = os.path.join(directory, KEY_FILE)
+  summary_path = os.path.join(directory, SUMMARY_FILE)
+  old = _read_key(key_path)
+  if old is not None and old.get("key") == record["key"]:
+    if old.get("complete") and os.path.exists(summary_path):
+      logging.info("stage %s: unchanged, reusing %s", stage.name, directory)
+      summary = read_json(summary_path)
+      summary["cached"] = True
+      return summary
+    logging.info("stage %s: resuming an interrupted run in %s", stage.name,
+                 directory)
+  elif os.path.isdir(directory):
+    if old is not None:
+      logging.info("stage %s: inputs or config changed, redoing", stage.name)
+    shutil.rmtree(directory)
+  os.makedirs(directory, exist_ok=True)
+  atomic_write_json(key_path, dict(record, complete=False))
+  start = time.time()
+  summary = dict(stage.run(directory))
+  summary["seconds"] = round(time.time() - start, 3)
+  summary["cached"] = False
+  atomic_write_json(summary_path, summary)
+  atomic_write_json(key_path, dict(record, complete=True))
+  return summary
+
+
+def _read_key(path: str):
+  if not os.path.exists(path):
+    return None
+  try:
+    return read_json(path)
+  except (ValueError, OSError):  # a torn file from another tool: redo
+    return None

@@ -1,0 +1,98 @@
+"""Progress bars for terminals, a few plain log lines for log files.
+
+A tqdm bar redraws itself with carriage returns: in a log file (stderr not
+a terminal: CI, `nohup`, `2> log`) that is thousands of lines. `progress`
+shows the bar only when stderr is a terminal, or when CSL_JAX_PROGRESS=1;
+otherwise (or with CSL_JAX_PROGRESS=0) it logs one line per 10% of a known
+total, or per minute when the total is unknown, and one when it closes.
+
+    for ex in progress(examples, desc="source parses"):
+      ...
+    bar = progress(total=steps, desc="fit", unit="step")
+    bar.update(1); bar.set_postfix(loss=0.5); bar.close()
+"""
+
+import os
+import sys
+import time
+from typing import Iterable, Optional
+
+from absl import logging
+import tqdm
+
+ENV = "CSL_JAX_PROGRESS"
+LOG_EVERY_PERCENT = 10
+LOG_EVERY_SECONDS = 60.0
+
+
+def bars_enabled() -> bool:
+  """CSL_JAX_PROGRESS=1/0 decides; by default, whether stderr is a tty."""
+  value = os.environ.get(ENV, "").strip().lower()
+  if value in ("1", "true", "yes", "on"):
+    return True
+  if value in ("0", "false", "no", "off"):
+    return False
+  try:
+    return sys.stderr.isatty()
+  except (AttributeError, ValueError):  # Replaced or closed stderr.
+    return False
+
+
+class _LoggedProgress(tqdm.tqdm):
+  """A disabled tqdm (no bar) that logs a line now and then instead."""
+
+  def __init__(self, *args, **kwargs):
+    kwargs["disable"] = True
+    super().__init__(*args, **kwargs)
+    self.desc = kwargs.get("desc") or ""
+    self.unit = kwargs.get("unit") or "it"
+    self.postfix = None
+    self._count = self._logged = 0
+    self._start = self._last_log = time.time()
+    self._next_percent = LOG_EVERY_PERCENT
+    self._closed = False
+
+  def __iter__(self):
+    for item in self.iterable:
+      yield item
+      self.update(1)
+    self.close()
+
+  def update(self, n=1):
+    self._count += n
+    now = time.time()
+    if self.total:
+      percent = 100.0 * self._count / self.total
+      if percent >= self._next_percent:
+        while self._next_percent <= percent:
+          self._next_percent += LOG_EVERY_PERCENT
+        self._log(now)
+    elif now - self._last_log >= LOG_EVERY_SECONDS:
+      self._log(now)
+    return True
+
+  def _log(self, now: float) -> None:
+    self._last_log, self._logged = now, self._count
+    of = f"/{self.total:g}" if self.total else ""
+    extra = f" ({self.postfix})" if self.postfix else ""
+    logging.info("%s: %d%s %s, %.0fs%s", self.desc or "progress",
+                 self._count, of, self.unit, now - self._start, extra)
+
+  def close(self):
+    if not self._closed:
+      self._closed = True
+      if self._count != self._logged:
+        self._log(time.time())  # The final count, unless just logged.
+    super().close()
+
+
+def progress(iterable: Optional[Iterable] = None, **tqdm_kwargs) -> tqdm.tqdm:
+  """tqdm(iterable, **tqdm_kwargs) on a terminal; else periodic log lines.
+
+  An explicit `disable=True` turns both off.
+  """
+  if tqdm_kwargs.get("disable"):
+    return tqdm.tqdm(iterable, **tqdm_kwargs)
+  if bars_enabled():
+    return tqdm.tqdm(iterable, **tqdm_kwargs)
+  return _LoggedProgress(iterable, **tqdm_kwargs)

@@ -1,0 +1,4 @@
+"""Selectors of a candidate pool; importing this package registers them."""
+
+from csl_jax.selection import random  # pylint: disable=redefined-builtin
+from csl_jax.selection.base import add, get, names

@@ -1,0 +1,19 @@
+"""Small CSL models with random parameters, for tests."""
+
+from typing import Sequence
+
+import numpy as np
+
+from csl_jax.model import contexts
+from csl_jax.model.csl_model import CSLModel
+from csl_jax.qcfg.rules import Rule
+
+
+def random_model(rules: Sequence[Rule], seed: int = 0, num_states: int = 2,
+                 max_nts: int = 2) -> CSLModel:
+  """A model over `rules` with standard-normal logits drawn from `seed`."""
+  rng = np.random.default_rng(seed)
+  params = {"rule": rng.normal(size=(num_states, len(rules))),
+            "context": rng.normal(size=(contexts.num_contexts(rules),
+                                        num_states))}
+  return CSLModel.from_params(rules, params, max_nts, num_states)

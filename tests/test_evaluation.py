@@ -1,0 +1,56 @@
+"""The shared exact match (csl_jax/evaluation.py), the CSL breakdown in
+percentages, and the shared TensorBoard writer (csl_jax/summaries.py)."""
+
+import os
+
+import pytest
+
+from csl_jax import evaluation
+from csl_jax.model.evaluation import Prediction, breakdown
+from csl_jax.summaries import TensorBoardWriter
+
+
+def test_normalize_and_exact_match():
+  assert evaluation.normalize(b" A \t B\n") == "A B"
+  got = evaluation.exact_match(["A  B", "C", b"D"], ["A B", "C D", "D "])
+  assert got == {"exact_match": pytest.approx(200 / 3)}
+  assert not evaluation.matches("A", None)
+  with pytest.raises(ValueError):
+    evaluation.exact_match(["a"], [])
+
+
+def test_breakdown_is_in_percent_and_folds_whitespace():
+  csl = [Prediction("a", "X  Y", "X Y"), Prediction("b", None, "Z"),
+         Prediction("c", "W", "V"), Prediction("d", "U", "U")]
+  other = [Prediction(p.input, "Z", None) for p in csl]
+  out = breakdown(csl, other)
+  assert out["coverage"] == 75.0
+  assert out["accuracy"] == 50.0
+  assert out["accuracy_on_covered"] == pytest.approx(200 / 3)
+  assert out["other_accuracy"] == 25.0
+  assert out["other_accuracy_on_not_covered"] == 100.0
+  assert out["ensemble_accuracy"] == 75.0
+  # The same number as the SeqIO metric on the ensemble's outputs.
+  ensemble = [p.prediction or q.prediction for p, q in zip(csl, other)]
+  assert evaluation.exact_match([p.target for p in csl], ensemble)[
+      "exact_match"] == out["ensemble_accuracy"]
+
+
+def test_disabled_writer_is_a_no_op():
+  writer = TensorBoardWriter(None)
+  assert not writer.enabled
+  writer.scalar("a", 1.0, 1)
+  writer.scalars({"b": 2.0}, 1, "train")
+  writer.close()
+
+
+def test_writer_writes_event_files(tmp_path):
+  pytest.importorskip("tensorflow")
+  directory = str(tmp_path / "tb")
+  writer = TensorBoardWriter(directory)
+  assert writer.enabled
+  writer.scalar("train/loss", 1.0, 1)
+  writer.scalars({"loss": 0.5, "accuracy": 0.9}, 2, prefix="eval")
+  writer.close()
+  writer.close()  # Idempotent.
+  assert any(f.startswith("events.") for f in os.listdir(directory))

@@ -1,0 +1,333 @@
+"""Library-level input robustness (issue 10): readers, bounds, configs."""
+
+import logging as py_logging
+import math
+import os
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from csl_jax import progress as progress_lib
+from csl_jax import quiet
+from csl_jax.data import scan
+from csl_jax.data import tsv
+from csl_jax.errors import InputError
+from csl_jax.files import read_text
+from csl_jax.model import viterbi
+from csl_jax.qcfg import output_cfg as cfg_lib
+from csl_jax.qcfg import rules as rules_lib
+from csl_jax.sampling import sampler
+from csl_jax.testing.models import random_model
+
+# ------------------------------------------------------------------- TSV --
+
+
+def _tsv(tmp_path, data: bytes, name="d.tsv"):
+  path = tmp_path / name
+  path.write_bytes(data)
+  return str(path)
+
+
+def test_bom_is_stripped(tmp_path):
+  path = _tsv(tmp_path, "\ufeffwalk\tI_WALK\nrun\tI_RUN\n".encode("utf-8"))
+  assert tsv.read_tsv(path)[0] == ("walk", "I_WALK")
+
+
+@pytest.mark.parametrize("data", [b"", b"\n", b"\n\n  \n", b"\xef\xbb\xbf"])
+def test_empty_or_blank_file_is_no_examples(tmp_path, data):
+  path = _tsv(tmp_path, data)
+  with pytest.raises(InputError, match="no examples") as e:
+    tsv.read_tsv(path)
+  assert e.value.source == path
+  assert tsv.read_tsv(path, allow_empty=True) == []
+
+
+def test_all_lines_skipped_is_no_examples(tmp_path):
+  path = _tsv(tmp_path, b"a\nb\n")
+  with pytest.raises(InputError, match="all 2 lines are malformed"):
+    tsv.read_tsv(path, skip_malformed=True)
+
+
+def test_trailing_blank_lines_and_crlf_are_fine(tmp_path):
+  path = _tsv(tmp_path, b"walk\tW\r\nrun\tR\r\n\r\n\n   \n")
+  stats = tsv.ReadStats()
+  assert tsv.read_tsv(path, stats=stats) == [("walk", "W"), ("run", "R")]
+  assert stats.num_skipped == 0
+
+
+def test_blank_line_in_the_middle_is_an_error_that_explains(tmp_path):
+  path = _tsv(tmp_path, b"walk\tW\n\nrun\tR\n")
+  with pytest.raises(InputError) as e:
+    tsv.read_tsv(path)
+  assert str(e.value).startswith(f"{path}:2: empty line")
+  assert "only at the end" in str(e.value)
+  stats = tsv.ReadStats()
+  assert len(tsv.read_tsv(path, skip_malformed=True, stats=stats)) == 2
+  assert stats.skipped == [(2, e.value.message)]
+
+
+def test_lone_tab_line_is_malformed_even_at_the_end(tmp_path):
+  with pytest.raises(InputError, match=":2: "):
+    tsv.read_tsv(_tsv(tmp_path, b"walk\tW\n\t\n"))
+
+
+def test_non_utf8_names_file_and_line(tmp_path):
+  path = _tsv(tmp_path, b"walk\tW\nrun\tR\ncaf\xe9\tC\n")
+  with pytest.raises(InputError, match="not valid UTF-8") as e:
+    tsv.read_tsv(path)
+  assert (e.value.source, e.value.line) == (path, 3)
+  assert "column 4" in str(e.value)
+
+
+def test_truncated_utf8_sequence_names_the_line(tmp_path):
+  path = _tsv(tmp_path, "walk\tW\nx\t\u00e9".encode("utf-8")[:-1])
+  with pytest.raises(InputError, match="not valid UTF-8") as e:
+    tsv.read_tsv(path)
+  assert e.value.line == 2
+
+
+@pytest.mark.parametrize("reader", [tsv.read_tsv, rules_lib.load_rules,
+                                    cfg_lib.load_output_cfg, read_text])
+def test_directory_and_missing_file_are_one_line_errors(tmp_path, reader):
+  with pytest.raises(InputError, match="is a directory") as e:
+    reader(str(tmp_path))
+  assert e.value.source == str(tmp_path)
+  with pytest.raises(InputError, match="no such file"):
+    reader(str(tmp_path / "missing"))
+
+
+# ------------------------------------------------------- .qcfg and .cfg --
+
+
+def test_qcfg_non_utf8_and_empty(tmp_path):
+  path = tmp_path / "g.qcfg"
+  path.write_bytes(b"walk ### W\n\xff ### X\n")
+  with pytest.raises(InputError, match="not valid UTF-8") as e:
+    rules_lib.load_rules(path)
+  assert e.value.line == 2
+  path.write_bytes(b"# only a comment\n\n")
+  with pytest.raises(InputError, match="no rules"):
+    rules_lib.load_rules(path)
+  assert rules_lib.load_rules(path, allow_empty=True) == []
+  path.write_bytes("\ufeffwalk ### W\n".encode("utf-8"))
+  assert rules_lib.load_rules(path)[0].source == ("walk",)
+
+
+def test_cfg_non_utf8_and_bom(tmp_path):
+  path = tmp_path / "o.cfg"
+  path.write_bytes(b"Q -> a\nQ -> \xe9\n")
+  with pytest.raises(InputError, match="not valid UTF-8") as e:
+    cfg_lib.load_output_cfg(path)
+  assert e.value.line == 2
+  path.write_bytes("\ufeffQ -> a\n".encode("utf-8"))
+  assert cfg_lib.load_output_cfg(path).categories == ("Q",)
+
+
+TYPO = "Q -> answer ( E )\nE -> Cty | state\nCity -> m0 | m1\n"
+
+
+def test_cfg_typo_in_category_is_warned_with_line(caplog):
+  with caplog.at_level(py_logging.WARNING):
+    cfg = cfg_lib.parse_output_cfg(TYPO, source="t.cfg")
+  assert "Cty" in cfg.terminals  # The format says so; hence a warning.
+  [message] = [r.getMessage() for r in caplog.records
+               if "misspelt" in r.getMessage()]
+  assert message.startswith("t.cfg:2: terminal 'Cty' is one edit from the "
+                            "category 'City', which no right-hand side uses")
+  with pytest.raises(InputError, match="misspelt") as e:
+    cfg_lib.parse_output_cfg(TYPO, source="t.cfg", strict=True)
+  assert e.value.line == 2
+
+
+def test_cfg_quoted_or_differently_cased_terminals_are_not_warned(caplog):
+  with caplog.at_level(py_logging.WARNING):
+    cfg_lib.parse_output_cfg(TYPO.replace("Cty", '"Cty"'), strict=True)
+    # FunQL style: `state` next to `State`, `sum` next to `Num`.
+    cfg_lib.parse_output_cfg("State -> state | sum ( Num )\nNum -> 0\n",
+                             strict=True)
+  assert not [r for r in caplog.records if "misspelt" in r.getMessage()]
+
+
+@pytest.mark.parametrize("path", ["tasks/cogs/varfree.cfg",
+                                  "tasks/geoquery/funql.cfg"])
+def test_shipped_cfgs_pass_the_strict_check(path):
+  root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+  cfg_lib.load_output_cfg(os.path.join(root, path), strict=True)
+
+
+# --------------------------------------------------------- length bounds --
+
+RULES = rules_lib.parse_rules("""\
+NT_1 twice ### NT_1 NT_1
+NT_1 and NT_2 ### NT_1 NT_2
+walk ### W
+run ### R
+""")
+
+
+def _model(seed=0, num_states=2):
+  return random_model(RULES, seed, num_states)
+
+
+def _parse_args(m):
+  return m.rules, m.grammar, m.log_p, m.ctx_index
+
+
+def test_parse_refuses_inputs_over_the_length_bound():
+  m = _model()
+  long_input = " and ".join(["walk"] * 40)  # 79 tokens > 64
+  with pytest.raises(InputError, match="input 2: 79 tokens, more than 64"
+                     ) as e:
+    viterbi.parse_batch(*_parse_args(m), ["walk", long_input],
+                        source="d.tsv")
+  assert (e.value.source, e.value.line) == ("d.tsv", 2)
+  got = viterbi.parse_batch(*_parse_args(m), ["walk", long_input, "run"],
+                            skip_too_long=True)
+  assert [r.target for r in got] == [("W",), None, ("R",)]
+  assert got[1].skipped.startswith("79 tokens")
+  assert viterbi.num_skipped(got) == 1
+  assert viterbi.parse_batch(*_parse_args(m), [long_input],
+                             max_source_len=100)[0].parsed
+
+
+def test_parse_refuses_charts_over_the_memory_budget():
+  m = _model()
+  x = " and ".join(["walk twice"] * 10)
+  with pytest.raises(InputError, match="GiB, more than max_chart_bytes"):
+    viterbi.parse_batch(*_parse_args(m), [x], max_chart_bytes=100_000)
+  got = viterbi.parse_batch(*_parse_args(m), [x], max_chart_bytes=100_000,
+                            skip_too_long=True)
+  assert got[0].skipped and not got[0].parsed
+
+
+def test_chart_estimate_grows_as_expected():
+  small = viterbi.chart_bytes(10, 100, 5, 2, 4, 1)
+  assert viterbi.chart_bytes(100, 100, 5, 2, 4, 1) > 10 * small  # n^2 tables
+  # 4,999 tokens of `walk and walk ...`: ~n^3/12 = 10^10 edges, far over.
+  assert viterbi.chart_bytes(4999, 10**10, 6, 2, 4, 1) > (
+      viterbi.DEFAULT_MAX_CHART_BYTES)
+
+
+def test_parse_in_small_chunks_equals_one_chunk():
+  m = _model(3)
+  inputs = ["walk and run twice", "run", "walk twice and run twice", "x",
+            "run and walk and run"] * 3
+  one = viterbi.parse_batch(*_parse_args(m), inputs)
+  # A budget of a few inputs' edges forces many chunks.
+  many = viterbi.parse_batch(*_parse_args(m), inputs, max_chart_bytes=20_000)
+  assert one == many
+
+
+def test_fit_dataset_bounds_lengths():
+  from csl_jax.model import train  # pylint: disable=g-import-not-at-top
+  pairs = [(["walk"], ["W"]), (["walk"] * 70, ["W"] * 70), (["run"], ["R"])]
+  with pytest.raises(InputError, match="example 2 has 70 input") as e:
+    train.Dataset(RULES, pairs, 2, source="t.tsv")
+  assert (e.value.source, e.value.line) == ("t.tsv", 2)
+  data = train.Dataset(RULES, pairs, 2, skip_too_long=True)
+  assert data.num_too_long == 1 and len(data.pairs) == 2
+  data = train.Dataset(RULES, pairs, 2, max_source_len=100,
+                       max_target_len=100)
+  assert data.num_too_long == 0 and len(data.pairs) == 3
+
+
+# -------------------------------------------------------------- sampling --
+
+
+@pytest.mark.parametrize("field,value", [
+    ("temperature", 0.0), ("temperature", -1.0), ("temperature", math.nan),
+    ("temperature", "hot"), ("depth_bias", math.inf),
+    ("depth_bias", math.nan), ("max_depth", 0), ("max_depth", -3),
+    ("max_depth", 2.5), ("max_len", 0), ("max_nodes", 0),
+    ("max_attempts_factor", 0), ("chunk", 0), ("seed", -1),
+    ("depth_bias_min_nts", -1), ("dedup", "yes")])
+def test_sample_config_rejects_degenerate_values(field, value):
+  with pytest.raises(InputError, match=f"SampleConfig.{field} "):
+    sampler.SampleConfig(**{field: value})
+
+
+def test_sample_config_accepts_inf_temperature():
+  assert sampler.SampleConfig(temperature=math.inf).temperature == math.inf
+
+
+@pytest.mark.parametrize("num", [0, -5, 2.5, True])
+def test_sample_needs_a_positive_number(num):
+  with pytest.raises(InputError, match="--num"):
+    sampler.sample(_model(), num, sampler.SampleConfig())
+
+
+def test_dedup_shortfall_is_reported(caplog):
+  # 200 distinct pairs asked of a grammar that has few at depth <= 2.
+  config = sampler.SampleConfig(max_depth=2, dedup=True, seed=1,
+                                max_attempts_factor=5)
+  with caplog.at_level(py_logging.WARNING):
+    got = sampler.sample(_model(), 200, config)
+  assert got.stats["num_short"] == 200 - len(got.pairs) > 0
+  assert got.stats["num_requested"] == 200
+  assert any("short" in r.getMessage() for r in caplog.records)
+  full = sampler.sample(_model(), 50, sampler.SampleConfig(seed=1))
+  assert full.stats["num_short"] == 0
+
+
+# ------------------------------------------------------------------ TFDS --
+
+
+def test_tfds_offline_fails_fast(tmp_path, monkeypatch):
+  pytest.importorskip("tensorflow_datasets")
+  monkeypatch.setattr(scan, "_reachable", lambda host, port: False)
+  start = time.time()
+  with pytest.raises(InputError, match="unreachable") as e:
+    scan.load_tfds("addprim_jump", data_dir=str(tmp_path))
+  assert e.value.source == str(tmp_path)
+  assert "--source generate" in str(e.value)
+  assert time.time() - start < 30
+
+
+def test_tfds_download_host_honours_proxy(monkeypatch):
+  monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
+  assert scan._download_host() == ("proxy.example", 3128)
+  monkeypatch.delenv("HTTPS_PROXY")
+  monkeypatch.delenv("https_proxy", raising=False)
+  assert scan._download_host() == ("github.com", 443)
+
+
+# ---------------------------------------------------- quiet and progress --
+
+
+def test_silence_keeps_user_settings(monkeypatch):
+  monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "0")
+  monkeypatch.delenv("JAX_PLATFORMS", raising=False)
+  quiet.silence_accelerator_logs()
+  assert os.environ["TF_CPP_MIN_LOG_LEVEL"] == "0"
+  assert "JAX_PLATFORMS" not in os.environ  # Never forces a device.
+  monkeypatch.delenv("TF_CPP_MIN_LOG_LEVEL")
+  quiet.silence_accelerator_logs()
+  # Errors stay visible where a GPU/TPU could be used.
+  assert os.environ["TF_CPP_MIN_LOG_LEVEL"] == (
+      "2" if quiet.has_accelerator_device() else "3")
+
+
+def test_filtered_stderr_drops_only_probe_noise(capfd):
+  with quiet.filtered_stderr():
+    os.write(2, b"I0000 cudart_stub.cc:31] Could not find cuda drivers\n")
+    os.write(2, b"a real problem\n")
+  assert capfd.readouterr().err == "a real problem\n"
+
+
+def test_progress_logs_when_stderr_is_not_a_terminal(monkeypatch, caplog):
+  monkeypatch.setenv(progress_lib.ENV, "0")
+  with caplog.at_level(py_logging.INFO):
+    assert sum(progress_lib.progress(range(20), desc="count")) == 190
+  lines = [r.getMessage() for r in caplog.records
+           if r.getMessage().startswith("count:")]
+  assert len(lines) == 10 and lines[-1].startswith("count: 20/20")
+  monkeypatch.setenv(progress_lib.ENV, "1")
+  bar = progress_lib.progress(total=3, file=sys.stdout)
+  assert not bar.disable
+  bar.close()
+  monkeypatch.delenv(progress_lib.ENV)
+  # pytest's captured stderr is no terminal.
+  assert isinstance(progress_lib.progress(total=3),
+                    progress_lib._LoggedProgress)

@@ -1,0 +1,181 @@
+"""The stage cache, the run lock, the selector and dataset registries."""
+
+import json
+import multiprocessing
+import os
+import time
+
+import gin
+import numpy as np
+import pytest
+
+from csl_jax import assets
+from csl_jax import configs
+from csl_jax import selection
+from csl_jax.data import registry as data_registry
+from csl_jax.data import tsv
+from csl_jax.errors import InputError
+from csl_jax.methods import base
+from csl_jax.pipeline import cache
+from csl_jax.pipeline import lock
+
+
+def _counting_stage(calls, name, inputs, config, text="out"):
+  def run(directory):
+    calls.append(name)
+    with open(os.path.join(directory, "artifact.txt"), "w") as f:
+      f.write(text)
+    return {"text": text}
+  return base.Stage(name, inputs, config, run)
+
+
+def test_stage_reused_only_while_inputs_and_config_unchanged(tmp_path):
+  src = tmp_path / "in.tsv"
+  src.write_text("a\tb\n")
+  calls = []
+  d = str(tmp_path / "stage")
+  first = cache.run_stage(_counting_stage(calls, "s", [str(src)], {"x": 1}), d)
+  assert first["cached"] is False and calls == ["s"]
+  again = cache.run_stage(_counting_stage(calls, "s", [str(src)], {"x": 1}), d)
+  assert again["cached"] is True and calls == ["s"]
+  assert again["text"] == "out"
+  # A config change reruns; so does a change of the input's content.
+  cache.run_stage(_counting_stage(calls, "s", [str(src)], {"x": 2}), d)
+  assert calls == ["s", "s"]
+  src.write_text("a\tc\n")
+  cache.run_stage(_counting_stage(calls, "s", [str(src)], {"x": 2}), d)
+  assert calls == ["s", "s", "s"]
+  # Same content, other path: reused (content, not location, keys a stage).
+  moved = tmp_path / "moved.tsv"
+  moved.write_text("a\tc\n")
+  cache.run_stage(_counting_stage(calls, "s", [str(moved)], {"x": 2}), d)
+  assert calls == ["s", "s", "s"]
+  record = json.loads((tmp_path / "stage" / "stage_key.json").read_text())
+  assert record["complete"] and record["config"] == {"x": 2}
+
+
+def test_changed_key_empties_the_directory(tmp_path):
+  calls = []
+  d = tmp_path / "stage"
+  cache.run_stage(_counting_stage(calls, "s", [], {"x": 1}), str(d))
+  (d / "stale_checkpoint.msgpack").write_text("old")
+  cache.run_stage(_counting_stage(calls, "s", [], {"x": 2}), str(d))
+  assert not (d / "stale_checkpoint.msgpack").exists()
+
+
+def test_interrupted_stage_keeps_its_resumable_files(tmp_path):
+  d = tmp_path / "stage"
+
+  def crash(directory):
+    with open(os.path.join(directory, "state.json"), "w") as f:
+      f.write("{}")
+    raise KeyboardInterrupt
+
+  with pytest.raises(KeyboardInterrupt):
+    cache.run_stage(base.Stage("s", [], {"x": 1}, crash), str(d))
+  seen = []
+
+  def resume(directory):
+    seen.append(os.path.exists(os.path.join(directory, "state.json")))
+    return {}
+
+  out = cache.run_stage(base.Stage("s", [], {"x": 1}, resume), str(d))
+  assert seen == [True] and out["cached"] is False
+
+
+def test_missing_stage_input_is_an_input_error(tmp_path):
+  with pytest.raises(InputError, match="cannot read"):
+    cache.run_stage(base.Stage("s", [str(tmp_path / "nope")], {},
+                               lambda d: {}), str(tmp_path / "s"))
+
+
+def _hold_lock(run_dir, ready, release):
+  with lock.run_lock(run_dir):
+    ready.set()
+    release.wait(30)
+
+
+def _start_holder(run_dir):
+  """A process holding the lock of `run_dir`: (process, release event)."""
+  ctx = multiprocessing.get_context("spawn")
+  ready, release = ctx.Event(), ctx.Event()
+  holder = ctx.Process(target=_hold_lock, args=(run_dir, ready, release))
+  holder.start()
+  assert ready.wait(60)
+  return holder, release
+
+
+def test_second_process_on_a_locked_run_stops_or_waits(tmp_path):
+  holder, release = _start_holder(str(tmp_path))
+  try:
+    with pytest.raises(InputError, match=f"pid {holder.pid}"):
+      with lock.run_lock(str(tmp_path)):
+        pass
+    release.set()
+    start = time.time()
+    with lock.run_lock(str(tmp_path), wait=True, poll_seconds=0.05):
+      pass  # got it once the holder ended
+    assert time.time() - start < 30
+  finally:
+    release.set()
+    holder.join(30)
+
+
+def test_lock_released_when_holder_is_killed(tmp_path):
+  holder, _ = _start_holder(str(tmp_path))
+  holder.kill()
+  holder.join(30)
+  with lock.run_lock(str(tmp_path)):
+    pass
+
+
+def test_random_selector_is_seeded_and_distinct():
+  pool = [tsv.Example(f"x{i}", f"y{i}") for i in range(100)]
+  chooser = selection.get("random")
+  a = chooser.select(pool, [], 30, seed=1)
+  assert len(a) == 30 and len(set(a.tolist())) == 30
+  assert np.array_equal(a, chooser.select(pool, [], 30, seed=1))
+  assert not np.array_equal(a, chooser.select(pool, [], 30, seed=2))
+  assert sorted(chooser.select(pool, [], 500, seed=0).tolist()) == list(
+      range(100))
+  with pytest.raises(InputError, match="unknown selector"):
+    selection.get("nope")
+
+
+def test_dataset_registry_prepares_scan(tmp_path):
+  assert {"scan", "cogs", "geoquery"} <= set(data_registry.names())
+  summary = data_registry.prepare(str(tmp_path), "scan", "addprim_jump")
+  assert summary["num_train"] == 14670 and summary["num_test"] == 7706
+  assert len(tsv.read_tsv(str(tmp_path / "train.tsv"))) == 14670
+  with pytest.raises(InputError, match="unknown scan split"):
+    data_registry.prepare(str(tmp_path), "scan", "nope")
+  with pytest.raises(InputError, match="needs --data_dir"):
+    data_registry.prepare(str(tmp_path), "cogs")
+  with pytest.raises(InputError, match="unknown dataset"):
+    data_registry.get("nope")
+
+
+def test_assets_resolve_from_any_directory(tmp_path, monkeypatch):
+  monkeypatch.chdir(tmp_path)
+  path = assets.resolve("tasks/cogs/varfree.cfg")
+  assert os.path.isabs(path) and os.path.exists(path)
+  (tmp_path / "tasks" / "cogs").mkdir(parents=True)
+  (tmp_path / "tasks" / "cogs" / "varfree.cfg").write_text("mine")
+  assert assets.resolve("tasks/cogs/varfree.cfg") == "tasks/cogs/varfree.cfg"
+  with pytest.raises(InputError, match="no such file"):
+    assets.resolve("tasks/nope.cfg")
+
+
+def test_gin_params_are_defaults_overridden_by_bindings():
+
+  @gin.configurable("gin_params_probe")
+  def probe(path, a=1, b=(2, 3), c=float("inf")):
+    del path, a, b, c
+
+  try:
+    assert configs.to_json(configs.gin_params(probe, exclude=("path",))) == {
+        "a": 1, "b": [2, 3], "c": "inf"}
+    gin.bind_parameter("gin_params_probe.a", 5)
+    assert configs.gin_params(probe, exclude=("path",))["a"] == 5
+  finally:
+    gin.clear_config()
