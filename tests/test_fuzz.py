@@ -24,14 +24,12 @@ import traceback
 from typing import Dict, List, Optional, Tuple
 
 import gin
-import numpy as np
 import pytest
 
 from csl_jax.cli import main as cli
 from csl_jax.data import scan
-from csl_jax.model import contexts
-from csl_jax.model.csl_model import CSLModel
 from csl_jax.qcfg.rules import load_rules
+from csl_jax.testing.models import random_model
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FUZZ = os.path.join(HERE, "fuzz")
@@ -175,6 +173,12 @@ def _cases() -> List:
         ("prepare", "scan", "--source", "local", "--data_dir", local,
          "--out", "{out}"), os.path.join(local, "train.tsv"), line,
         fragment))
+  # augment on your own TSVs (--dataset tsv) reads DIR/train.tsv first.
+  for name, (line, fragment) in TSV_ERRORS.items():
+    local = os.path.join("{gen}", f"local_{name}")
+    add(f"tsv-{name}-augment", Case(
+        ("augment", "--dataset", "tsv", "--data_dir", local, "--out",
+         "{out}"), os.path.join(local, "train.tsv"), line, fragment))
   # evaluate reads 2-3 columns; an empty prediction is no parse.
   for name, line, fragment in [
       ("empty.tsv", None, "no predictions"),
@@ -295,6 +299,13 @@ def _cases() -> List:
       (("--gin.SampleConfig.max_depth='deep'",), "max_depth")]:
     add("sample-" + "_".join(f.strip("-") for f in flags).replace("=", "_"),
         Case(sample + flags, None, None, fragment))
+  for flags, fragment in [
+      (("--select", "random", "--select_num", "0"), "--select_num"),
+      (("--select", "random"), "--select_num"),
+      (("--data_dir", os.path.join("{gen}", "no_dir")), "no such data")]:
+    add("augment-" + "_".join(f.strip("-") for f in flags[:2]), Case(
+        ("augment", "--dataset", "tsv", "--out", "{out}") + flags, None,
+        None, fragment))
   add("sample-temperature_inf", Case(
       sample + ("--num", "5", "--temperature", "inf"),
       ok={"num_examples": 5, "num_short": 0}))
@@ -371,11 +382,7 @@ def model(tmp_path_factory) -> str:
   """A model directory for parse/sample: the SCAN fixture grammar with
   seeded random parameters (no training needed to test inputs)."""
   directory = str(tmp_path_factory.mktemp("fuzz_model"))
-  rules = load_rules(GRAMMAR)
-  rng = np.random.default_rng(0)
-  params = {"rule": rng.normal(size=(2, len(rules))),
-            "context": rng.normal(size=(contexts.num_contexts(rules), 2))}
-  CSLModel.from_params(rules, params, 2, 2).save(directory)
+  random_model(load_rules(GRAMMAR), seed=0).save(directory)
   return directory
 
 

@@ -1,0 +1,69 @@
+"""CSLModel: the one writer and reader of a model directory, and the object
+the parser and the sampler take."""
+
+import os
+
+import numpy as np
+import pytest
+
+from csl_jax.errors import InputError
+from csl_jax.model import viterbi
+from csl_jax.model.csl_model import CSLModel
+from csl_jax.qcfg.rules import parse_rules
+from csl_jax.sampling import sampler
+from csl_jax.testing.models import random_model
+
+RULES = parse_rules("""\
+NT_1 twice ### NT_1 NT_1
+NT_1 and NT_2 ### NT_1 NT_2
+walk ### W
+run ### R
+""")
+CFG = "S -> W\nS -> R\nS -> S S\n"
+
+
+def test_save_load_round_trip(tmp_path):
+  model = random_model(RULES, seed=3)
+  model.save(str(tmp_path))
+  assert sorted(os.listdir(tmp_path)) == ["grammar.qcfg", "model.json",
+                                          "params.npz"]
+  loaded = CSLModel.load(str(tmp_path))
+  assert loaded.rules == model.rules and loaded.num_states == 2
+  # float32 on disk: the probabilities agree to float32 precision.
+  np.testing.assert_allclose(loaded.log_p, model.log_p, atol=1e-6)
+  loaded.save(str(tmp_path / "again"))
+  for name in ("params.npz", "grammar.qcfg", "model.json"):
+    with open(tmp_path / name, "rb") as a, \
+        open(tmp_path / "again" / name, "rb") as b:
+      assert a.read() == b.read(), name  # a save of a load is the same bytes
+
+
+def test_output_cfg_travels_with_the_model(tmp_path):
+  cfg = tmp_path / "out.cfg"
+  cfg.write_text(CFG)
+  model = CSLModel.from_params(RULES, random_model(RULES).params(), 2, 2,
+                               str(cfg))
+  model.save(str(tmp_path / "m"))
+  loaded = CSLModel.load(str(tmp_path / "m"))
+  assert loaded.output_cfg is not None
+  assert (tmp_path / "m" / "output.cfg").read_text() == CFG
+
+
+def test_parse_and_sample_take_the_model():
+  model = random_model(RULES, seed=1)
+  inputs = ["walk twice", "walk and run", "jump"]
+  assert model.parse(inputs) == viterbi.parse_batch(
+      model.rules, model.grammar, model.log_p, model.ctx_index, inputs)
+  assert model.parse(["walk twice"])[0].target == ("W", "W")
+  config = sampler.SampleConfig(seed=5, max_depth=3)
+  assert model.sample(50, config).pairs == sampler.sample(
+      model, 50, config, None).pairs
+
+
+def test_load_refuses_what_is_not_a_model(tmp_path):
+  with pytest.raises(InputError, match="not a fitted model directory"):
+    CSLModel.load(str(tmp_path))
+  random_model(RULES).save(str(tmp_path))
+  (tmp_path / "grammar.qcfg").write_text("walk ### W\n")  # other rules
+  with pytest.raises(InputError, match="do not fit the grammar"):
+    CSLModel.load(str(tmp_path))
