@@ -1,4 +1,5 @@
 """Augmentation methods; importing this package registers every one."""
 
 from csl_jax.methods import csl
+from csl_jax.methods import geca
 from csl_jax.methods.base import add, get, names

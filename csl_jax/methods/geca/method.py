@@ -1,0 +1,109 @@
+"""GECA as a method of the pipeline: one stage, `generate`.
+
+`RUN/geca/generate/` gets `candidates.tsv` (the new pairs), `stats.json`
+(the paper's statistics, index sizes, times, peak memory, overlaps with the
+run's test part) and `preview.txt` (new pairs with the substituted fragment
+in [brackets]). Settings: `geca.GECAConfig.*` (gin/geca/*.gin). Importing
+this module is cheap; numpy/Numba work starts when the stage runs.
+"""
+
+import os
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+import gin
+
+from csl_jax import configs
+from csl_jax.errors import InputError
+from csl_jax.methods import base
+from csl_jax.methods.geca.config import GECAConfig
+
+
+def generate(out_dir: str, train_path: str, test_path: Optional[str],
+             config: GECAConfig) -> Dict[str, Any]:
+  """Runs GECA on a training TSV; writes the stage's files."""
+  # pylint: disable=g-import-not-at-top
+  from csl_jax.data.tsv import read_tsv, write_tsv
+  from csl_jax.files import atomic_write_json, atomic_write_text
+  from csl_jax.methods.geca import augment as augment_lib
+  from csl_jax.methods.geca import stats as stats_lib
+  # pylint: enable=g-import-not-at-top
+  if config.output_only:
+    raise InputError("GECA output_only (language-model mode) has no input "
+                     "side to write as input<TAB>output candidates")
+  train = [tuple(x) for x in read_tsv(train_path)]
+  new, stats = augment_lib.augment(train, config)
+  os.makedirs(out_dir, exist_ok=True)
+  candidates = os.path.join(out_dir, "candidates.tsv")
+  write_tsv(candidates, new)
+  if test_path:
+    test = [tuple(x) for x in read_tsv(test_path)]
+    used_train = augment_lib.prepare_pairs(train, config)
+    stats["overlap"] = stats_lib.overlap_stats(used_train, new, test)
+  atomic_write_text(os.path.join(out_dir, "preview.txt"),
+                    "".join(p + "\n" for p in stats["preview"]))
+  atomic_write_json(os.path.join(out_dir, "stats.json"), stats)
+  summary = {k: v for k, v in stats.items() if k not in ("preview",)}
+  summary.update(candidates=candidates, preview=stats["preview"][:5])
+  return summary
+
+
+@gin.configurable(module="geca")
+class GECA:
+  """The GECA method (Andreas, 2020).
+
+  Attributes:
+    config: the GECA settings (default: `GECAConfig()` with its gin
+      bindings).
+    eval_part: the run's part used for the overlap statistics of the report
+      (never for generation); None or missing: none.
+  """
+  name = "geca"
+
+  def __init__(self, config: Optional[GECAConfig] = None,
+               eval_part: Optional[str] = "test"):
+    self.config = config if config is not None else GECAConfig()
+    self.eval_part = eval_part
+
+  def stages(self, data: base.RunData, workdir: str) -> List[base.Stage]:
+    del workdir
+    train = data.train
+    test = data.splits.get(self.eval_part) if self.eval_part else None
+    settings = configs.to_json(self.config)
+    settings.pop("memory_limit_gb")  # decides only whether it may run
+    config = {"geca": settings,
+              "eval_part": self.eval_part if test else None}
+    inputs = [train] + ([test] if test else [])
+    return [base.Stage("generate", inputs, config,
+                       lambda d: generate(d, train, test, self.config))]
+
+  def report_rows(self, summaries: Mapping[str, dict]
+                  ) -> List[Tuple[str, str]]:
+    s = summaries["generate"]
+    rows = [
+        ("GECA training pairs (after dedup / hold-out)",
+         f'{s["train_pairs"]:,}'),
+        ("GECA templates / fragments indexed",
+         f'{s.get("templates", 0):,} / {s.get("fragments", 0):,}'),
+        ("GECA generated pairs", f'{s["generated"]:,}'),
+        ("GECA distinct templates / fragments used",
+         f'{s["templates_used"]:,} / {s["fragments_used"]:,}'),
+        ("GECA time / peak RSS",
+         f'{s["seconds"].get("total", 0):.1f} s / {s["peak_rss_gb"]:.2f} GB'),
+    ]
+    overlap = s.get("overlap")
+    if overlap:
+      rows += [
+          ("GECA full-example overlap with test",
+           f'{overlap["full_overlap_before"]:.1f}% -> '
+           f'{overlap["full_overlap_after"]:.1f}%'),
+          ("GECA token co-occurrence overlap (input / both sides)",
+           f'{overlap["input_cooccurrence_before"]:.1f}% -> '
+           f'{overlap["input_cooccurrence_after"]:.1f}% / '
+           f'{overlap["cooccurrence_before"]:.1f}% -> '
+           f'{overlap["cooccurrence_after"]:.1f}%'),
+      ]
+    rows += [("GECA preview", p) for p in s.get("preview", [])[:3]]
+    return rows
+
+
+base.add(GECA.name, GECA)

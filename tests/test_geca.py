@@ -1,0 +1,251 @@
+"""Tests for GECA (csl_jax.methods.geca): the paper's toy examples, the
+Numba kernels against their pure-Python twins, the whole algorithm against
+the literal reference, a SCAN-like validity check and the pipeline adapter.
+No network, no shared data."""
+
+import json
+import os
+
+import gin
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+import numpy as np
+import pytest
+
+from csl_jax.data import scan
+from csl_jax.data.tsv import read_tsv, write_tsv
+from csl_jax.errors import InputError
+from csl_jax.methods import base
+from csl_jax.methods.geca import augment as augment_lib
+from csl_jax.methods.geca import augment_reference
+from csl_jax.methods.geca import kernel
+from csl_jax.methods.geca import kernel_reference
+from csl_jax.methods.geca import stats as stats_lib
+from csl_jax.methods.geca.config import GECAConfig
+
+ALL = dict(n_sample=None, variants=10**6)  # every candidate, no sampling
+
+SPANISH = [("I sing", "Canto"),
+           ("I sing maravillosamente", "Canto maravillosamente"),
+           ("I dax maravillosamente", "Dajo maravillosamente")]
+
+
+@pytest.mark.parametrize("wug_size", [1, 4])
+def test_g1_paper_example_4(wug_size):
+  config = GECAConfig(wug_size=wug_size, wug_count=2, **ALL)
+  new, stats = augment_lib.augment(SPANISH, config)
+  assert new == [("I dax", "Dajo")]
+  assert stats["preview"] == ["I [dax] ▷ [Dajo]"]
+  assert stats["templates_used"] == 1 and stats["fragments_used"] == 1
+
+
+def test_g1_one_span_generates_nothing():
+  new, stats = augment_lib.augment(
+      SPANISH, GECAConfig(wug_size=1, wug_count=1, **ALL))
+  assert new == [] and stats["generated"] == 0
+
+
+@pytest.mark.parametrize("window", [None, 1, 2])
+def test_g2_toy_language_model(window):
+  lm = [("", "The cat sang"), ("", "The wug sang"), ("", "The cat daxed")]
+  config = GECAConfig(wug_size=2, wug_count=1, window=window,
+                      output_only=True, **ALL)
+  new, _ = augment_lib.augment(lm, config)
+  assert ("", "The wug daxed") in new
+  assert ("", "The sang daxed") not in new
+  assert new == augment_reference.augment(lm, config)[0]
+
+
+# ---- kernels vs their twins -------------------------------------------------
+
+def _encode(pairs, config):
+  return augment_lib._encode(augment_lib.prepare_pairs(pairs, config), config)  # pylint: disable=protected-access
+
+
+words = st.sampled_from(list("abcde"))
+outs = st.sampled_from(["A", "B", "C", "a", "D"])
+pair_lists = st.lists(
+    st.tuples(st.lists(words, min_size=1, max_size=4).map(" ".join),
+              st.lists(outs, min_size=1, max_size=4).map(" ".join)),
+    min_size=1, max_size=7)
+configs = st.builds(
+    GECAConfig, wug_size=st.integers(1, 2), wug_count=st.integers(1, 3),
+    wug_limit=st.sampled_from([None, 1, 3]),
+    window=st.sampled_from([None, 0, 1]),
+    max_len=st.sampled_from([None, 7]), dedup=st.booleans(),
+    weighting=st.sampled_from(["official", "uniform"]),
+    n_sample=st.just(None), variants=st.just(10**6))
+_SETTINGS = settings(max_examples=40, deadline=None,
+                     suppress_health_check=[HealthCheck.too_slow])
+
+
+def _sorted_rows(rows):
+  fixed = rows[:, :kernel.NUM_FIXED_COLS]
+  return fixed[np.lexsort(fixed.T[::-1])]
+
+
+@_SETTINGS
+@given(pair_lists, configs)
+def test_kernels_match_twins(pairs, config):
+  e, allowed = _encode(pairs, config)
+  t, o = e.tokens, e.offsets
+  for fn in ("sequence_hashes",):
+    np.testing.assert_array_equal(getattr(kernel, fn)(t, o),
+                                  getattr(kernel_reference, fn)(t, o))
+  np.testing.assert_array_equal(
+      np.sort(kernel.ngram_hashes(t, o, config.wug_size)),
+      np.sort(kernel_reference.ngram_hashes(t, o, config.wug_size)))
+  seqs = np.arange(len(o) - 1)
+  args = (seqs, config.wug_size, config.wug_count, allowed,
+          config.wug_limit is not None,
+          -1 if config.window is None else config.window, False)
+  rows = kernel.enumerate_pairs(t, o, *args)
+  twin = kernel_reference.enumerate_pairs(t, o, *args)
+  np.testing.assert_array_equal(_sorted_rows(rows), _sorted_rows(twin))
+  if not len(rows):
+    return
+  cols = augment_lib._columns(rows, config.wug_count, True)  # pylint: disable=protected-access
+  span_args = (t, o, cols["seq"], cols["pos"], cols["size"], cols["ns"],
+               config.wug_size)
+  np.testing.assert_array_equal(kernel.span_hashes(*span_args),
+                                kernel_reference.span_hashes(*span_args))
+  index = augment_lib._build_index(e, dict(cols), config, {})  # pylint: disable=protected-access
+  np.testing.assert_array_equal(
+      kernel.signature_hashes(index.tsig_ptr, index.tsig_fids),
+      kernel_reference.signature_hashes(index.tsig_ptr, index.tsig_fids))
+  cand_args = (index.tsig_ptr, index.tsig_fids, index.inv_ptr,
+               index.inv_dsig, index.dsig_ptr, index.dsig_fids,
+               index.dsig_count, index.frag_spans,
+               config.weighting == "uniform")
+  got, want = kernel.candidates(*cand_args), kernel_reference.candidates(
+      *cand_args)
+  for a, b in zip(got, want):
+    np.testing.assert_array_equal(a, b)
+  c_ptr, c_fid, c_w = got
+  uniforms = np.random.default_rng(0).random((len(index.targets), 2))
+  np.testing.assert_array_equal(
+      kernel.draw_fills(c_ptr, c_w, index.target_sig, 2, uniforms),
+      kernel_reference.draw_fills(c_ptr, c_w, index.target_sig, 2, uniforms))
+  if not len(c_fid):
+    return
+  tr = index.targets
+  fr = c_fid[np.arange(len(tr)) % len(c_fid)]
+  # Pair each target with some candidate of the same hole count.
+  ok = index.trow["ns"][tr] == index.frow["ns"][fr]
+  tr, fr = tr[ok], fr[ok]
+  t_rows, f_rows = index.trow, index.frow
+  fill_args = (t, o) + tuple(t_rows[k][tr] for k in ("seq", "pos", "size",
+                                                     "ns")) + tuple(
+      f_rows[k][fr] for k in ("seq", "pos", "size", "ns")) + (
+          config.wug_size, False)
+  for a, b in zip(kernel.fill_pairs(*fill_args),
+                  kernel_reference.fill_pairs(*fill_args)):
+    np.testing.assert_array_equal(a, b)
+
+
+@_SETTINGS
+@given(pair_lists, configs)
+def test_augment_matches_reference(pairs, config):
+  new, stats = augment_lib.augment(pairs, config)
+  want, table = augment_reference.augment(pairs, config)
+  assert sorted(new) == want
+  assert len(set(new)) == len(new) == stats["generated"]
+  if config.weighting == "uniform":
+    table = {t: {f: 1 for f in fills} for t, fills in table.items()}
+  assert augment_lib.candidate_table(pairs, config) == table
+
+
+@_SETTINGS
+@given(pair_lists, st.integers(0, 3), st.integers(1, 3))
+def test_cap_and_variants_give_a_seeded_subset(pairs, seed, variants):
+  base_config = GECAConfig(wug_size=1, wug_count=2, **ALL)
+  everything = set(augment_lib.augment(pairs, base_config)[0])
+  config = GECAConfig(wug_size=1, wug_count=2, n_sample=3,
+                      variants=variants, seed=seed)
+  new, _ = augment_lib.augment(pairs, config)
+  assert set(new) <= everything and len(new) <= 3
+  assert new == augment_lib.augment(pairs, config)[0]  # seeded
+
+
+def test_release_holdout_order():
+  pairs = [(f"w{k}", f"W{k}") for k in range(20)]
+  order = list(range(20))
+  np.random.seed(3)  # the release: np.random.seed(seed); shuffle(train)
+  np.random.shuffle(order)
+  config = GECAConfig(holdout=5, seed=3, dedup=False)
+  assert augment_lib.prepare_pairs(pairs, config) == [pairs[k]
+                                                      for k in order[5:]]
+
+
+# ---- SCAN-like data -------------------------------------------------------
+
+def test_scan_like_pairs_are_valid():
+  # One-clause commands, `jump` only alone (an addprim_jump in miniature).
+  commands = [c for c in scan.all_commands()
+              if " and " not in c and " after " not in c
+              and ("jump" not in c or c == "jump")]
+  train = [(c, scan.interpret(c)) for c in commands]
+  config = GECAConfig(wug_size=1, wug_count=2, max_len=40, n_sample=None)
+  new, stats = augment_lib.augment(train, config)
+  assert new and stats["fragments_used"] >= 1
+  for inp, out in new:
+    assert scan.is_valid_command(inp) and scan.interpret(inp) == out
+  assert sum("jump" in inp for inp, _ in new) >= 0.9 * len(new)
+  overlap = stats_lib.overlap_stats(
+      train, new, [(c, scan.interpret(c)) for c in scan.all_commands()
+                   if "jump" in c and c != "jump" and " and " not in c
+                   and " after " not in c])
+  assert overlap["full_overlap_before"] == 0
+  assert overlap["full_overlap_after"] > 0
+  assert overlap["cooccurrence_after"] > overlap["cooccurrence_before"]
+
+
+# ---- errors, resources, pipeline -------------------------------------------
+
+def test_bad_settings_are_input_errors():
+  with pytest.raises(InputError):
+    GECAConfig(weighting="frequency")
+  with pytest.raises(InputError):
+    GECAConfig(wug_size=0)
+
+
+def test_memory_limit_stops_cleanly_with_an_estimate():
+  config = GECAConfig(wug_size=4, wug_count=2, memory_limit_gb=1e-9)
+  with pytest.raises(augment_lib.GECAResourceError) as err:
+    augment_lib.augment(SPANISH, config)
+  assert err.value.estimate["estimated_pairs"] > 0
+  assert "wug_limit" in str(err.value)
+
+
+def test_method_stage_writes_candidates(tmp_path):
+  train, test = str(tmp_path / "train.tsv"), str(tmp_path / "test.tsv")
+  write_tsv(train, SPANISH)
+  write_tsv(test, [("I dax", "Dajo")])
+  method = base.get("geca")
+  method.config = GECAConfig(wug_size=1, wug_count=2)
+  data = base.RunData(str(tmp_path), {"train": train, "test": test})
+  stages = method.stages(data, str(tmp_path / "geca"))
+  assert [s.name for s in stages] == ["generate"]
+  json.dumps(stages[0].config)  # JSON-able cache key
+  out = str(tmp_path / "geca" / "generate")
+  summary = stages[0].run(out)
+  json.dumps(summary)
+  assert read_tsv(summary["candidates"]) == [("I dax", "Dajo")]
+  assert summary["overlap"]["full_overlap_after"] == 100.0
+  assert os.path.exists(os.path.join(out, "stats.json"))
+  rows = dict(method.report_rows({"generate": summary}))
+  assert rows["GECA generated pairs"] == "1"
+
+
+@pytest.mark.parametrize("name, wug_size, limit", [
+    ("scan", 1, None), ("geoquery", 4, 50), ("cogs", 4, 50)])
+def test_gin_files(name, wug_size, limit):
+  root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+  gin.clear_config()
+  try:
+    gin.parse_config_file(os.path.join(root, "gin", "geca", f"{name}.gin"))
+    config = base.get("geca").config
+  finally:
+    gin.clear_config()
+  assert config.wug_size == wug_size and config.wug_limit == limit
+  assert config.window is None and config.wug_count == 2
