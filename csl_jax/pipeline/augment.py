@@ -71,8 +71,11 @@ def select_stage(selector: str, k: int, seed: int, candidates: str,
             "pool_size": len(pool), "num_examples": len(chosen),
             "num_short": max(0, k - len(chosen))}
 
-  return method_base.Stage(f"{selector}_{k}", [candidates, train],
-                       {"selector": selector, "k": k, "seed": seed}, run)
+  config = {"selector": selector, "k": k, "seed": seed}
+  if hasattr(chooser, "config"):  # gin-bound options (UAT.alpha, ...)
+    config["options"] = chooser.config()
+  return method_base.Stage(f"{selector}_{k}", [candidates, train], config,
+                           run)
 
 
 @gin.configurable(module="augment")

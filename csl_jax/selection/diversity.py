@@ -28,6 +28,7 @@ import collections
 import dataclasses
 from typing import Dict, List, Mapping, Optional, Sequence
 
+from absl import logging
 import numpy as np
 import scipy.sparse
 
@@ -36,6 +37,7 @@ from csl_jax.errors import InputError
 from csl_jax.selection import templates as templates_lib
 
 WEIGHTINGS = ("none", "keysers")
+UNPARSED = "<unparsed>"  # the template of candidates not readable
 
 
 @dataclasses.dataclass
@@ -51,6 +53,11 @@ class PoolFeatures:
   compound_names: List[str]
   weighting: str
   abstraction: str
+  valid: np.ndarray = None    # (U,) bool: the abstraction could read it
+
+  def available(self) -> np.ndarray:
+    """(U,) int64: how many examples of each query may be selected."""
+    return np.where(self.valid, self.query_count, 0).astype(np.int64)
 
   @property
   def num_queries(self) -> int:
@@ -89,11 +96,17 @@ def featurize(pool: Sequence[Example], abstraction: str = "auto",
   if not pool:
     raise InputError("empty candidate pool")
   abst = templates_lib.get(abstraction, pool)
-  # De-duplicate by the cheap string key before parsing anything.
+  # De-duplicate the raw texts, then by the cheap string key, before
+  # parsing anything.
+  text_ids: Dict[str, int] = {}
+  text_of = np.fromiter(
+      (text_ids.setdefault(getattr(ex, abst.field), len(text_ids))
+       for ex in pool), np.int64, len(pool))
   query_ids: Dict[str, int] = {}
-  query_of = np.fromiter(
-      (query_ids.setdefault(abst.key(ex), len(query_ids)) for ex in pool),
-      np.int64, len(pool))
+  query_of_text = np.fromiter(
+      (query_ids.setdefault(abst.key(t), len(query_ids)) for t in text_ids),
+      np.int64, len(text_ids))
+  query_of = query_of_text[text_of]
   query_count = np.bincount(query_of, minlength=len(query_ids))
   keys = list(query_ids)
   template_ids: Dict[str, int] = {}
@@ -102,12 +115,18 @@ def featurize(pool: Sequence[Example], abstraction: str = "auto",
   template_of = np.zeros(len(keys), np.int64)
   atom_rows: List[Dict[int, float]] = []
   occurrences = []  # per query: [(compound id, [super compound ids])]
+  valid = np.ones(len(keys), bool)
   for q, key in enumerate(keys):
     try:
       tree = abst.tree(key)
-    except InputError as e:
-      raise InputError(f"candidate output not a {abst.name} query: "
-                       f"{e.message}") from None
+    except InputError:
+      # A candidate the abstraction cannot read (e.g. an ill-formed GECA
+      # output) is never selected; it keeps an empty row for the figures.
+      valid[q] = False
+      template_of[q] = template_ids.setdefault(UNPARSED, len(template_ids))
+      atom_rows.append({})
+      occurrences.append([])
+      continue
     template_of[q] = template_ids.setdefault(abst.template(tree),
                                              len(template_ids))
     if not structure:
@@ -131,8 +150,16 @@ def featurize(pool: Sequence[Example], abstraction: str = "auto",
       comp_rows.append(row)
   else:
     comp_rows = _keysers_rows(occurrences, query_count)
+  if not valid.any():
+    raise InputError(f"no candidate output is a {abst.name} query, e.g. "
+                     f"{keys[0]!r}")
+  if not valid.all():
+    logging.warning("selection: %d of %d candidate queries are not %s "
+                    "queries; they are never selected", (~valid).sum(),
+                    len(valid), abst.name)
   return PoolFeatures(
       query_of=query_of, query_count=query_count, template_of=template_of,
+      valid=valid,
       templates=list(template_ids),
       atoms=_csr(atom_rows, len(atom_ids)),
       compounds=_csr(comp_rows, len(comp_ids)),

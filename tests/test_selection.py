@@ -1,0 +1,371 @@
+"""Structurally diverse selectors: templates, UAT, CMaxEnt, hybrid (#14)."""
+
+import math
+
+import gin
+import hypothesis
+from hypothesis import strategies as st
+import numpy as np
+import pytest
+import scipy.stats
+
+from csl_jax import assets
+from csl_jax import selection
+from csl_jax.data.tsv import Example
+from csl_jax.errors import InputError
+from csl_jax.qcfg import output_cfg
+from csl_jax.selection import cmaxent
+from csl_jax.selection import cmaxent_kernel
+from csl_jax.selection import cmaxent_kernel_reference
+from csl_jax.selection import diversity
+from csl_jax.selection import templates
+from csl_jax.selection import uat
+
+GEO = [
+    "answer ( intersection ( city , loc_2 ( m0 ) ) )",
+    "answer ( intersection ( city , loc_2 ( m1 ) ) )",
+    "answer ( population_1 ( m0 ) )",
+    "answer ( count ( intersection ( river , loc_2 ( m0 ) ) ) )",
+    "answer ( largest ( intersection ( state , next_to_2 ( m0 ) ) ) )",
+    "answer ( most ( state , traverse_1 , river ) )",
+    "answer ( exclude ( river , traverse_2 ( m0 ) ) )",
+    "answer ( area_1 ( m0 ) )",
+    "answer ( high_point_1 ( m0 ) )",
+    "answer ( state )",
+]
+
+
+def _pool(outputs, copies=1):
+  return [Example(f"q{i} {c}", o) for i, o in enumerate(outputs)
+          for c in range(copies)]
+
+
+# --- Templates, atoms, compounds ----------------------------------------------
+
+
+def test_parse_brackets_funql():
+  tree = templates.parse_brackets(GEO[0])
+  assert tree == ("answer", (("intersection", (
+      ("city", ()), ("loc_2", (("m0", ()),)))),))
+
+
+@pytest.mark.parametrize("bad", ["answer ( city", "answer ( )", "a ) b", ""])
+def test_parse_brackets_rejects(bad):
+  with pytest.raises(InputError):
+    templates.parse_brackets(bad)
+
+
+def test_geoquery_key_and_template():
+  ex = Example("x", "answer ( intersection ( city , loc_2 ( m3 ) ) )")
+  key = templates.GEOQUERY.key(ex.output)
+  assert key == "answer ( intersection ( city , loc_2 ( entity ) ) )"
+  tree = templates.GEOQUERY.tree(key)
+  assert templates.GEOQUERY.template(tree) == (
+      "answer(op(table,property(entity)))")
+
+
+def test_every_funql_terminal_has_a_class():
+  cfg = output_cfg.load_output_cfg(assets.resolve("tasks/geoquery/funql.cfg"))
+  words = [t for t in cfg.terminals if t not in ("(", ")", ",")
+           and not (t.startswith("m") and t[1:].isdigit()) and t != "0"]
+  missing = [w for w in words if w not in templates.FUNQL_CLASSES]
+  assert not missing
+
+
+def test_cogs_tree_and_template():
+  ex = Example("x", "like ( agent = * giraffe , ccomp = notice ( agent = "
+               "Olivia , theme = cake ( nmod . in = garden ) ) )")
+  key = templates.COGS.key(ex.output)
+  assert "Olivia" not in key and "entity" in key
+  tree = templates.COGS.tree(key)
+  assert tree[0] == "like"
+  assert tree[1][0] == ("agent", (("*", (("giraffe", ()),)),))
+  assert "nmod.in" in templates.atoms(tree)
+  assert templates.COGS.template(tree) == (
+      "w(agent(*(w)),ccomp(w(agent(entity),theme(w(nmod.in(w))))))")
+
+
+def test_scan_tree_and_template():
+  ex = Example("jump around left twice and walk", "I_JUMP")
+  tree = templates.SCAN.tree(templates.SCAN.key(ex.input))
+  assert templates.SCAN.template(tree) == (
+      "conj(num(around(verb,dir)),verb)")
+  with pytest.raises(InputError):
+    templates.SCAN.tree("jump jump")
+
+
+def test_smcalflow_sexpr():
+  ex = Example("x", '( Yield ( Event.subject_? ( ?= " team lunch " ) ) :n 3 )')
+  key = templates.SMCALFLOW.key(ex.output)
+  assert '"' not in key
+  tree = templates.SMCALFLOW.tree(key)
+  assert tree[0] == "Yield"
+  assert ("entity", ()) in tree[1]
+
+
+def test_detect():
+  assert templates.detect(_pool(GEO)) == "geoquery"
+  assert templates.detect([Example("walk", "I_WALK")]) == "scan"
+  assert templates.detect([Example("x", "( Yield x )")]) == "smcalflow"
+  assert templates.detect([Example("x", "dust ( agent = Emma )")]) == "cogs"
+  with pytest.raises(InputError):
+    templates.get("nope")
+
+
+def test_compounds_height_and_terminal():
+  tree = templates.parse_brackets(GEO[0])
+  names = [c[0] for c in templates.compounds(tree)]
+  assert "intersection>city" in names
+  assert "intersection(city,loc_2$)" in names
+  assert "intersection(city,loc_2(m0))" in names
+  assert "loc_2(m0)" in names and "loc_2>m0" in names
+  assert "answer(intersection(city,loc_2$))" in names
+  assert not any(n.startswith("answer(intersection$") for n in names)
+  # Each compound's supers are strictly larger occurrences of this tree.
+  for name, i, sups in templates.compounds(tree):
+    assert all(s != i for s in sups)
+
+
+def test_keysers_weight_zero_when_always_inside_super():
+  # loc_2>entity occurs only inside loc_2(entity): P(super | G) = 1 -> w = 0.
+  feats = diversity.featurize(_pool(GEO[:2]), "geoquery", "keysers")
+  names = feats.compound_names
+  w = feats.compounds.toarray()[0]
+  assert w[names.index("loc_2>entity")] == 0.0
+  assert w[names.index("answer(intersection(city,loc_2$))")] == 1.0
+  none = diversity.featurize(_pool(GEO[:2]), "geoquery", "none")
+  row = none.compounds.toarray()[0]
+  assert row[none.compound_names.index("loc_2>entity")] == 1
+
+
+def test_featurize_dedups_entities():
+  feats = diversity.featurize(_pool(GEO), "auto")
+  assert feats.num_queries == len(GEO) - 1  # m0 / m1 queries are one
+  assert feats.query_of[0] == feats.query_of[1]
+  with pytest.raises(InputError):
+    diversity.featurize(_pool(GEO), "auto", "bogus")
+  with pytest.raises(InputError):
+    diversity.featurize([], "auto")
+  with pytest.raises(InputError):
+    diversity.featurize([Example("x", "answer ( city")], "geoquery")
+
+
+# --- UAT ----------------------------------------------------------------------
+
+
+def _skewed(num_templates=12, seed=0, low=5):
+  rng = np.random.default_rng(seed)
+  counts = rng.integers(low, 200, num_templates)
+  return np.repeat(np.arange(num_templates), counts), counts
+
+
+def test_uat_alpha1_matches_pool_histogram():  # O1
+  tmpl, counts = _skewed()
+  for seed in range(5):
+    idx = uat.uat_indices(tmpl, 400, 1.0, seed)
+    observed = np.bincount(tmpl[idx], minlength=len(counts))
+    expected = counts / counts.sum() * 400
+    assert scipy.stats.chisquare(observed, expected).pvalue > 0.01
+
+
+def test_uat_alpha0_covers_every_template():  # O2
+  tmpl, counts = _skewed(low=30)
+  # n <= min c(T) |T|; the multinomial entropy deficit is about
+  # (|T| - 1) / 2n, so 0.05 nats needs n >~ 10 |T|.
+  idx = uat.uat_indices(tmpl, 300, 0.0, 0)
+  assert len(set(idx.tolist())) == 300
+  hist = np.bincount(tmpl[idx], minlength=len(counts))
+  assert (hist > 0).all()
+  assert diversity.entropy(hist) > math.log(len(counts)) - 0.05
+  hist = np.bincount(tmpl[uat.uat_indices(tmpl, 12, 0.0, 0)],
+                     minlength=len(counts))
+  assert (hist > 0).sum() >= 8  # n = |T|: most templates at once
+  # Exhausted templates drop out: drawing everything works.
+  idx = uat.uat_indices(tmpl, len(tmpl), 0.0, 1)
+  assert sorted(idx.tolist()) == list(range(len(tmpl)))
+
+
+def test_uat_monotone_in_alpha():  # O3
+  counts = np.maximum(2, (2000 * 0.8 ** np.arange(40)).astype(int))  # Zipf-like
+  tmpl = np.repeat(np.arange(40), counts)
+  covered, ent = [], []
+  for alpha in (0.0, 0.25, 0.5, 0.75, 1.0):
+    c, e = [], []
+    for seed in range(5):
+      hist = np.bincount(tmpl[uat.uat_indices(tmpl, 60, alpha, seed)],
+                         minlength=len(counts))
+      c.append((hist > 0).sum())
+      e.append(diversity.entropy(hist))
+    covered.append(np.mean(c))
+    ent.append(np.mean(e))
+  assert all(a >= b - 1e-9 for a, b in zip(covered, covered[1:]))
+  assert all(a >= b - 1e-9 for a, b in zip(ent, ent[1:]))
+
+
+def test_uat_per_example_mode():
+  tmpl, counts = _skewed()
+  idx = uat.uat_indices(tmpl, 100, 0.0, 0, mode="per_example")
+  assert len(set(idx.tolist())) == 100
+  assert (np.bincount(tmpl[idx], minlength=len(counts)) > 0).sum() >= 10
+
+
+def test_uat_bad_config(clear_gin):
+  del clear_gin
+  with pytest.raises(InputError):
+    uat.UAT(alpha=1.5)
+  with pytest.raises(InputError):
+    uat.UAT(mode="x")
+  gin.parse_config("UAT.alpha = 1.0")
+  assert selection.get("uat").alpha == 1.0
+
+
+# --- CMaxEnt ------------------------------------------------------------------
+
+
+@st.composite
+def _csr_pools(draw):
+  num_q = draw(st.integers(1, 9))
+  num_atoms = draw(st.integers(1, 5))
+  num_feat = num_atoms + draw(st.integers(1, 6))
+  rows = []
+  for _ in range(num_q):
+    feats = draw(st.sets(st.integers(0, num_feat - 1), min_size=1, max_size=5))
+    rows.append({f: float(draw(st.integers(1, 3))) if f < num_atoms else
+                 draw(st.sampled_from([0.0, 0.25, 0.5, 1.0, 2.0]))
+                 for f in sorted(feats)})
+  avail = np.array([draw(st.integers(1, 3)) for _ in range(num_q)], np.int64)
+  ptr = np.zeros(num_q + 1, np.int64)
+  ptr[1:] = np.cumsum([len(r) for r in rows])
+  ids = np.array([f for r in rows for f in r], np.int64)
+  vals = np.array([v for r in rows for v in r.values()], np.float64)
+  return ptr, ids, vals, num_atoms, num_feat, avail
+
+
+@hypothesis.settings(max_examples=60, deadline=None)
+@hypothesis.given(_csr_pools(), st.integers(1, 12))
+def test_greedy_kernel_equals_naive(pool, k):
+  ptr, ids, vals, na, nf, avail = pool
+  fast = cmaxent_kernel.greedy(ptr, ids, vals, na, nf, avail, k, 1e-9)
+  slow = cmaxent_kernel_reference.greedy(ptr, ids, vals, na, nf, avail, k,
+                                         1e-9)
+  np.testing.assert_array_equal(fast, slow)
+
+
+@hypothesis.settings(max_examples=60, deadline=None)
+@hypothesis.given(_csr_pools(), st.integers(1, 12), st.integers(0, 3))
+def test_hybrid_kernel_equals_naive(pool, k, num_templates):
+  ptr, ids, vals, na, nf, avail = pool
+  num_q = len(ptr) - 1
+  cuts = sorted(np.random.default_rng(k).integers(0, num_q + 1, num_templates))
+  tmpl_ptr = np.array([0, *cuts, num_q], np.int64)
+  u = np.random.default_rng(num_templates).random(k)
+  fast = cmaxent_kernel.hybrid(ptr, ids, vals, na, nf, avail, tmpl_ptr, k, u,
+                               1e-9)
+  slow = cmaxent_kernel_reference.hybrid(ptr, ids, vals, na, nf, avail,
+                                         tmpl_ptr, k, u, 1e-9)
+  np.testing.assert_array_equal(fast, slow)
+
+
+def _objective(feats, idx):
+  d = diversity.diversity(feats, idx)
+  return d["atom_entropy"] + d["compound_entropy"]
+
+
+def test_greedy_first_step_is_brute_force_optimum():  # O4, toy pool
+  feats = diversity.featurize(_pool(GEO), "geoquery")
+  picks = cmaxent.greedy_queries(feats, 3)
+  # Each greedy step is the exact argmax over all queries (brute force).
+  chosen = []
+  for step in range(3):
+    def value(q):
+      idx = [int(np.flatnonzero(feats.query_of == c)[0]) for c in chosen + [q]]
+      return _objective(feats, idx)
+    best = max(value(q) for q in range(feats.num_queries))
+    assert value(int(picks[step])) >= best - 1e-9
+    chosen.append(int(picks[step]))
+
+
+def test_cmaxent_beats_random_entropy():  # O4
+  outs = []
+  rng = np.random.default_rng(0)
+  for i in range(300):  # a skewed pool: mostly one structure
+    outs.append(GEO[0] if rng.random() < 0.7 else GEO[rng.integers(len(GEO))])
+  pool = [Example(f"u{i}", o.replace("m0", f"m{i % 10}"))
+          for i, o in enumerate(outs)]
+  feats = diversity.featurize(pool, "geoquery")
+  idx = selection.get("cmaxent").select(pool, [], 30, 0)
+  assert len(set(idx.tolist())) == 30
+  rand = [_objective(feats, np.random.default_rng(s).permutation(300)[:30])
+          for s in range(5)]
+  assert _objective(feats, idx) > max(rand)
+
+
+def test_selectors_distinct_indices_and_short_pool():
+  pool = _pool(GEO, copies=3)
+  for name in ("uat", "cmaxent", "cmaxent_uat"):
+    idx = selection.get(name).select(pool, [], 10, 0)
+    assert len(idx) == 10 and len(set(idx.tolist())) == 10
+    everything = selection.get(name).select(pool, [], 100, 0)
+    assert sorted(everything.tolist()) == list(range(len(pool)))
+    with pytest.raises(InputError):
+      selection.get(name).select(pool, [], 0, 0)
+
+
+def test_cmaxent_gin_config(clear_gin):
+  del clear_gin
+  gin.parse_config("CMaxEnt.weighting = 'none'\n"
+                   "CMaxEntUAT.abstraction = 'geoquery'")
+  assert selection.get("cmaxent").weighting == "none"
+  assert selection.get("cmaxent_uat").abstraction == "geoquery"
+  with pytest.raises(InputError):
+    cmaxent.CMaxEnt(weighting="x")
+
+
+def test_report_rows_and_plot(tmp_path):
+  pool = _pool(GEO, copies=5)
+  feats = diversity.featurize(pool, "geoquery")
+  sel = {"uat": selection.get("uat").select(pool, [], 9, 0)}
+  rows = diversity.report_rows(feats, sel, random_repeats=2)
+  assert rows[0]["selector"] == "uat" and rows[0]["templates_covered"] >= 1
+  assert rows[1]["selector"].startswith("random")
+  path = tmp_path / "freq.png"
+  diversity.plot_template_frequency(str(path), feats, sel)
+  assert path.stat().st_size > 0
+
+
+def test_pipeline_select_stage(tmp_path, clear_gin):
+  del clear_gin
+  from csl_jax.data import tsv  # pylint: disable=g-import-not-at-top
+  from csl_jax.pipeline import augment  # pylint: disable=g-import-not-at-top
+  from csl_jax.pipeline import cache  # pylint: disable=g-import-not-at-top
+  cands = tmp_path / "candidates.tsv"
+  train = tmp_path / "train.tsv"
+  tsv.write_tsv(str(cands), _pool(GEO, copies=4))
+  tsv.write_tsv(str(train), _pool(GEO[:2]))
+  for name in ("uat", "cmaxent", "cmaxent_uat"):
+    out = tmp_path / name
+    summary = cache.run_stage(
+        augment.select_stage(name, 12, 0, str(cands), str(train)), str(out))
+    assert summary["num_examples"] == 12 and not summary["cached"]
+    assert len(tsv.read_tsv(str(out / "synthetic.tsv"))) == 12
+  again = cache.run_stage(
+      augment.select_stage("uat", 12, 0, str(cands), str(train)),
+      str(tmp_path / "uat"))
+  assert again["cached"]
+  gin.parse_config("UAT.alpha = 0.5")  # a selector option reruns the stage
+  changed = cache.run_stage(
+      augment.select_stage("uat", 12, 0, str(cands), str(train)),
+      str(tmp_path / "uat"))
+  assert not changed["cached"]
+
+
+def test_unparseable_candidates_are_never_selected():
+  pool = _pool(GEO, copies=2) + [Example("bad", "answer ( city")] * 3
+  feats = diversity.featurize(pool, "geoquery")
+  assert (~feats.valid).sum() == 1
+  bad = set(range(len(pool) - 3, len(pool)))
+  for name in ("uat", "cmaxent", "cmaxent_uat"):
+    chooser = selection.get(name)
+    chooser.abstraction = "geoquery"
+    idx = chooser.select(pool, [], 100, 0)
+    assert len(idx) == len(pool) - 3 and not bad & set(idx.tolist())
