@@ -17,6 +17,7 @@ from absl import logging  # pylint: disable=g-import-not-at-top
 import gin  # pylint: disable=g-import-not-at-top
 
 from csl_jax.cli import augment
+from csl_jax.cli import experiment
 from csl_jax.cli import coverage
 from csl_jax.cli import fit
 from csl_jax.cli import induce
@@ -42,6 +43,7 @@ SUBCOMMANDS = {
     "evaluate": parse,
     "sample": sample,
     "augment": augment,
+    "experiment": experiment,
     "train": train_seq2seq,
     "decode": train_seq2seq,
     "vocab": vocab,

@@ -1,0 +1,27 @@
+"""`csl-jax experiment`: a (split × training data × seed) grid of seq2seq
+runs on the augmentation pipeline, with the papers' tables and plots."""
+
+import argparse
+
+from csl_jax.experiments import runner
+
+
+def add_parser(subparsers) -> None:
+  p = subparsers.add_parser(
+      "experiment", help="train and score a split × data × seed grid",
+      epilog="The grid comes from gin (experiment.*, seq2seq.*): e.g. "
+      "--gin_file=gin/experiments/scan_addprim_jump.gin.")
+  p.add_argument("--out", required=True, help="the experiment directory")
+
+
+def main(args: argparse.Namespace) -> int:
+  runner.run(args.out)
+  return 0
+
+
+def register_configurables() -> None:
+  """The trainer's and the methods' gin configurables."""
+  # pylint: disable=g-import-not-at-top,unused-import
+  from csl_jax import methods
+  from csl_jax.model import train as csl_train
+  from csl_jax.seq2seq import models, train

@@ -1,0 +1,89 @@
+"""The grid of an experiment: (dataset split) × (training data) × (seed).
+
+A cell trains one model and scores it. Training data rows are `original`
+(the task `NAME`) or a method's synthetic data `m` (a method of the
+pipeline, or a selector's subset `m_<selector>_<k>`), used as the 1:1
+mixture `NAME_m_mixture` (regime `mixture`) or for pretraining before
+fine-tuning on `NAME` (regime `pretrain_finetune`).
+"""
+
+import dataclasses
+import re
+from typing import List, Optional, Sequence
+
+from csl_jax.errors import InputError
+
+ORIGINAL = "original"
+REGIMES = ("mixture", "pretrain_finetune")
+_NAME = re.compile(r"^[a-z0-9_]+$")
+
+
+@dataclasses.dataclass(frozen=True)
+class Cell:
+  split: str
+  data: str  # `original` or a method (subset) name
+  seed: int
+
+  @property
+  def path(self) -> str:
+    """The cell's directory under OUT/cells/."""
+    return f"{self.split}/{self.data}/seed_{self.seed}"
+
+  def describe(self) -> str:
+    return f"{self.split} / {self.data} / seed {self.seed}"
+
+
+def data_rows(methods: Sequence[str], data: Optional[Sequence[str]],
+              select: Optional[str], select_num: Optional[int]
+              ) -> List[str]:
+  """The training-data rows: `data` as given, else `original`, each method
+  and, with a selector, each method's subset `m_<select>_<k>`.
+
+  Raises:
+    InputError: a row that names no method of the experiment.
+  """
+  subsets = [f"{m}_{select}_{select_num}" for m in methods] if select else []
+  known = [ORIGINAL] + list(methods) + subsets
+  if data is None:
+    return known
+  if isinstance(data, str):
+    data = [data]
+  rows = list(dict.fromkeys(data))
+  for row in rows:
+    if row not in known:
+      raise InputError(f"experiment.data: {row!r} is neither {ORIGINAL!r} "
+                       f"nor a method of experiment.methods (valid: "
+                       f"{', '.join(known)})")
+  if not rows:
+    raise InputError("experiment.data is empty")
+  return rows
+
+
+def check_names(kind: str, names: Sequence[str]) -> List[str]:
+  if isinstance(names, str):
+    names = [names]
+  names = list(names)
+  if not names:
+    raise InputError(f"experiment.{kind} is empty")
+  for n in names:
+    if not isinstance(n, str) or not _NAME.match(n):
+      raise InputError(f"experiment.{kind}: {n!r} is not a name of "
+                       "lower-case letters, digits and _")
+  return names
+
+
+def check_seeds(seeds: Sequence[int]) -> List[int]:
+  if isinstance(seeds, int) and not isinstance(seeds, bool):
+    seeds = [seeds]
+  seeds = list(seeds)
+  if not seeds or any(isinstance(s, bool) or not isinstance(s, int) or s < 0
+                      for s in seeds):
+    raise InputError(f"experiment.seeds must be integers >= 0, not {seeds}")
+  return list(dict.fromkeys(seeds))
+
+
+def expand(splits: Sequence[str], rows: Sequence[str],
+           seeds: Sequence[int]) -> List[Cell]:
+  """Every cell, split-major, then data row, then seed: the rows of a
+  split's column finish before the next split starts."""
+  return [Cell(sp, d, s) for sp in splits for d in rows for s in seeds]

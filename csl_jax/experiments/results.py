@@ -1,0 +1,230 @@
+"""Scoring and tables: exact match by output length and by category,
+mean ± std over seeds, results.jsonl / results.md / results.html."""
+
+import collections
+import html
+import json
+import math
+import os
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
+
+from csl_jax import evaluation
+from csl_jax.errors import InputError
+from csl_jax.files import atomic_write_text
+
+RESULTS_JSONL = "results.jsonl"
+RESULTS_MD = "results.md"
+RESULTS_HTML = "results.html"
+FILES_DIR = "results_files"
+# Yao & Koller (2024) Table 1 report COGS's structural generalization
+# categories apart: where CSL's gains should concentrate.
+STRUCTURAL = ("obj_pp_to_subj_pp", "pp_recursion", "cp_recursion")
+
+
+def score(rows: Sequence[Sequence[str]],
+          categories: Optional[Sequence[str]] = None) -> Dict[str, Any]:
+  """Exact match of (input, target, prediction) rows, overall, by target
+  length (in whitespace tokens) and, with `categories` (one per row, in
+  order), by category. Counts are [examples, correct]."""
+  if categories is not None and len(categories) != len(rows):
+    raise InputError(f"{len(categories)} categories for {len(rows)} "
+                     "examples: the category file does not align with the "
+                     "evaluated part")
+  by_length: Dict[int, List[int]] = collections.defaultdict(lambda: [0, 0])
+  by_category: Dict[str, List[int]] = collections.defaultdict(
+      lambda: [0, 0])
+  correct = 0
+  for i, (_, target, prediction) in enumerate(rows):
+    hit = int(evaluation.matches(target, prediction))
+    correct += hit
+    counts = by_length[len(evaluation.normalize(target).split())]
+    counts[0] += 1
+    counts[1] += hit
+    if categories is not None:
+      counts = by_category[categories[i]]
+      counts[0] += 1
+      counts[1] += hit
+  out = {"accuracy": 100.0 * correct / len(rows) if rows else float("nan"),
+         "num_examples": len(rows), "num_correct": correct,
+         "by_length": {str(k): v for k, v in sorted(by_length.items())}}
+  if categories is not None:
+    out["by_category"] = dict(sorted(by_category.items()))
+  return out
+
+
+def mean_std(values: Sequence[float]) -> Dict[str, float]:
+  """Mean and sample standard deviation (n - 1; 0 for one value)."""
+  values = [float(v) for v in values]
+  n = len(values)
+  if not n:
+    return {"mean": float("nan"), "std": float("nan"), "n": 0}
+  mean = sum(values) / n
+  var = sum((v - mean) ** 2 for v in values) / (n - 1) if n > 1 else 0.0
+  return {"mean": mean, "std": math.sqrt(var), "n": n}
+
+
+def cell_text(stats: Mapping[str, float]) -> str:
+  """`mean ± std (n)`, the papers' cell; blank when no seed finished."""
+  if not stats or not stats.get("n"):
+    return "–"
+  return f"{stats['mean']:.2f} ± {stats['std']:.2f} ({stats['n']})"
+
+
+def aggregate(records: Iterable[Mapping[str, Any]], field: str = "accuracy"
+              ) -> Dict[str, Dict[str, Dict[str, float]]]:
+  """{data: {column: mean_std}} of `field` over seeds; a column is the split
+  (with its eval part, `split/part`, when records have several parts)."""
+  values: Dict[str, Dict[str, List[float]]] = collections.defaultdict(
+      lambda: collections.defaultdict(list))
+  for r in records:
+    for part, acc in r["accuracy_by_part"].items():
+      column = r["split"] if len(r["accuracy_by_part"]) == 1 else \
+          f"{r['split']}/{part}"
+      values[r["data"]][column].append(acc if field == "accuracy"
+                                       else r[field])
+  return {d: {c: mean_std(v) for c, v in cols.items()}
+          for d, cols in values.items()}
+
+
+def category_table(records: Iterable[Mapping[str, Any]]
+                   ) -> Dict[str, Dict[str, Dict[str, float]]]:
+  """{data: {category: mean_std of the per-seed accuracy}}, over every
+  record with categories (COGS gen)."""
+  values: Dict[str, Dict[str, List[float]]] = collections.defaultdict(
+      lambda: collections.defaultdict(list))
+  for r in records:
+    for part, cats in (r.get("by_category") or {}).items():
+      del part
+      for cat, (n, ok) in cats.items():
+        values[r["data"]][cat].append(100.0 * ok / n if n else float("nan"))
+  return {d: {c: mean_std(v) for c, v in cols.items()}
+          for d, cols in values.items()}
+
+
+def length_curve(records: Iterable[Mapping[str, Any]], split: str
+                 ) -> Dict[str, Dict[int, float]]:
+  """{data: {target length: accuracy}} of a split's first eval part, the
+  counts pooled over seeds."""
+  pooled: Dict[str, Dict[int, List[int]]] = collections.defaultdict(
+      lambda: collections.defaultdict(lambda: [0, 0]))
+  for r in records:
+    if r["split"] != split:
+      continue
+    part = next(iter(r["by_length"]))
+    for length, (n, ok) in r["by_length"][part].items():
+      pooled[r["data"]][int(length)][0] += n
+      pooled[r["data"]][int(length)][1] += ok
+  return {d: {k: 100.0 * ok / n for k, (n, ok) in sorted(c.items()) if n}
+          for d, c in pooled.items()}
+
+
+def _columns(table) -> List[str]:
+  return list(dict.fromkeys(c for cols in table.values() for c in cols))
+
+
+def markdown_table(table, rows: Sequence[str], first: str = "training data"
+                   ) -> str:
+  columns = _columns(table)
+  lines = ["| " + " | ".join([first] + columns) + " |",
+           "|" + "---|" * (len(columns) + 1)]
+  for row in rows:
+    if row in table:
+      lines.append("| " + " | ".join(
+          [row] + [cell_text(table[row].get(c)) for c in columns]) + " |")
+  return "\n".join(lines) + "\n"
+
+
+def html_table(table, rows: Sequence[str], first: str = "training data"
+               ) -> str:
+  columns = _columns(table)
+  out = ["<table>", "<tr>" + "".join(
+      f"<th>{html.escape(c)}</th>" for c in [first] + columns) + "</tr>"]
+  for row in rows:
+    if row in table:
+      out.append("<tr>" + "".join(
+          f"<td>{html.escape(x)}</td>" for x in
+          [row] + [cell_text(table[row].get(c)) for c in columns]) + "</tr>")
+  out.append("</table>")
+  return "\n".join(out) + "\n"
+
+
+def write_jsonl(out_dir: str, records: Sequence[Mapping[str, Any]]) -> str:
+  path = os.path.join(out_dir, RESULTS_JSONL)
+  atomic_write_text(path, "".join(json.dumps(r, sort_keys=True) + "\n"
+                                  for r in records))
+  return path
+
+
+def _run_table(records) -> List[List[str]]:
+  rows = []
+  for r in records:
+    rows.append([r["split"], r["data"], str(r["seed"]),
+                 f"{r['accuracy']:.2f}", f"{r['train_seconds']:.0f}",
+                 f"{r['decode_seconds']:.0f}",
+                 f"{r.get('examples_per_second') or 0:.0f}",
+                 str(r["num_original"]), str(r["num_synthetic"])])
+  return rows
+
+
+_RUN_HEADER = ["split", "data", "seed", "exact match (%)", "train (s)",
+               "decode (s)", "train examples/s", "original pairs",
+               "synthetic pairs"]
+
+
+def write_tables(out_dir: str, records: Sequence[Mapping[str, Any]],
+                 rows: Sequence[str], meta: Mapping[str, Any],
+                 plots: Mapping[str, str]) -> Dict[str, str]:
+  """results.md and results.html: the papers' table (rows: training data,
+  columns: splits, cells: exact match mean ± std (seeds)), COGS categories,
+  the plots and one row per run."""
+  table = aggregate(records)
+  cats = category_table(records)
+  title = f"Experiment {meta.get('name', '')}".strip()
+  setup = (f"dataset {meta.get('dataset')}, regime {meta.get('regime')}, "
+           f"{meta.get('num_steps')} training steps, batch "
+           f"{meta.get('batch_size')}, beam {meta.get('beam_size')}, "
+           f"eval parts {', '.join(meta.get('eval_parts', []))}; "
+           f"{len(records)} of {meta.get('num_cells')} cells finished")
+  md = [f"# {title}\n", setup + ".\n",
+        "## Exact match (%), mean ± std over seeds (number of seeds)\n",
+        markdown_table(table, rows)]
+  body = [f"<h1>{html.escape(title)}</h1>", f"<p>{html.escape(setup)}.</p>",
+          "<h2>Exact match (%), mean ± std over seeds (number of seeds)</h2>",
+          html_table(table, rows)]
+  if cats:
+    ordered = {d: dict(sorted(c.items(), key=lambda kv: (
+        kv[0] not in STRUCTURAL, kv[0]))) for d, c in cats.items()}
+    md += ["\n## Exact match (%) per generalization category "
+           "(structural first)\n", markdown_table(
+               {c: {d: ordered[d][c] for d in ordered if c in ordered[d]}
+                for c in _columns(ordered)}, _columns(ordered),
+               "category")]
+    body += ["<h2>Exact match (%) per generalization category (structural "
+             "first)</h2>", html_table(
+                 {c: {d: ordered[d][c] for d in ordered if c in ordered[d]}
+                  for c in _columns(ordered)}, _columns(ordered),
+                 "category")]
+  for label, path in plots.items():
+    rel = os.path.relpath(path, out_dir)
+    md.append(f"\n## {label}\n\n![{label}]({rel})\n")
+    body.append(f"<h2>{html.escape(label)}</h2><img src=\"{html.escape(rel)}"
+                f"\" alt=\"{html.escape(label)}\" style=\"max-width:100%\">")
+  runs = _run_table(records)
+  md += ["\n## Runs\n", "| " + " | ".join(_RUN_HEADER) + " |",
+         "|" + "---|" * len(_RUN_HEADER)]
+  md += ["| " + " | ".join(r) + " |" for r in runs]
+  body += ["<h2>Runs</h2>", "<table><tr>" + "".join(
+      f"<th>{html.escape(h)}</th>" for h in _RUN_HEADER) + "</tr>"]
+  body += ["<tr>" + "".join(f"<td>{html.escape(x)}</td>" for x in r)
+           + "</tr>" for r in runs]
+  body.append("</table>")
+  md_path = os.path.join(out_dir, RESULTS_MD)
+  html_path = os.path.join(out_dir, RESULTS_HTML)
+  atomic_write_text(md_path, "\n".join(md) + "\n")
+  atomic_write_text(html_path, (
+      "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>"
+      f"{html.escape(title)}</title><style>body{{font-family:sans-serif}}"
+      "table{border-collapse:collapse}td,th{border:1px solid #999;"
+      "padding:2px 6px;text-align:right}</style></head><body>\n"
+      + "\n".join(body) + "\n</body></html>\n"))
+  return {"markdown": md_path, "html": html_path}

@@ -1,0 +1,511 @@
+"""`csl-jax experiment`: a grid of seq2seq runs on the augmentation pipeline.
+
+For every (split, training data, seed) cell: the split's augmentation run
+(`csl_jax.pipeline.augment`, its stage cache; one run per seed when the
+seed sets synthetic sampling), the split's word-level vocabulary, then the
+Flax seq2seq trained from scratch (or pretrained on the synthetic data and
+fine-tuned on the original, Yao & Koller 2024 §3.1), decoded on the eval
+parts and scored by exact match. Layout of OUT:
+
+  OUT/augment/<split>/seed_<s>/        pipeline run directories
+  OUT/vocab/<split>/spm.model          SentencePiece (word) vocabulary
+  OUT/cells/<split>/<data>/seed_<s>/   stage_key.json, summary.json,
+                                       train/ [pretrain/], <part>/predictions.tsv
+  OUT/results.jsonl                    one line per finished cell
+  OUT/results.{md,html}, OUT/results_files/*.png
+  OUT/experiment.json                  the effective configuration
+
+A cell is a `csl_jax.pipeline.cache` stage keyed by its data (vocabulary,
+train, synthetic, eval parts and categories, by content), the model and
+trainer configs, the regime, the decoding settings and the seed: a rerun
+redoes only missing or changed cells; a cell killed midway resumes from its
+trainer's checkpoints.
+"""
+
+import contextlib
+import dataclasses
+import os
+import shutil
+import sys
+import time
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+import gin
+
+from csl_jax import configs
+from csl_jax.data import registry as data_registry
+from csl_jax.data import tsv
+from csl_jax.errors import InputError
+from csl_jax.experiments import grid as grid_lib
+from csl_jax.experiments import plots as plots_lib
+from csl_jax.experiments import results as results_lib
+from csl_jax.files import (atomic_write_json, atomic_write_text,
+                            read_json, read_text)
+from csl_jax.methods import base as method_base
+from csl_jax.pipeline import augment as augment_lib
+from csl_jax.pipeline import cache
+from csl_jax.pipeline import lock
+
+# TrainConfig fields that do not change the trained parameters (as the
+# trainer's own key leaves them out).
+_BOOKKEEPING = ("log_every", "checkpoint_every", "eval_split")
+# The CSL sampler's seed: each cell's seed draws its own synthetic data.
+SYNTHETIC_SEED_PARAMS = ("SampleConfig.seed",)
+
+
+def _say(line: str) -> None:
+  """A progress line (one per augmentation run and per cell)."""
+  print(f"[experiment {time.strftime('%H:%M:%S')}] {line}", flush=True)
+
+
+def _minutes(seconds: float) -> str:
+  return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"
+
+
+@contextlib.contextmanager
+def _bound(params: Sequence[str], value: Any):
+  """Binds each gin parameter in `params` to `value` for the body."""
+  old = {}
+  with gin.unlock_config():
+    for p in params:
+      try:
+        old[p] = gin.query_parameter(p)
+      except ValueError:
+        pass
+      try:
+        gin.bind_parameter(p, value)
+      except ValueError as e:
+        raise InputError(f"experiment.synthetic_seed_params: {e}") from None
+  try:
+    yield
+  finally:
+    with gin.unlock_config():
+      for p, v in old.items():
+        gin.bind_parameter(p, v)
+
+
+def load_categories(part_file: str, data_dir: Optional[str],
+                    spec: Optional[str]) -> Optional[List[str]]:
+  """One category per line of the evaluated part, or None.
+
+  `spec` is a file of one category per line (relative to `data_dir` unless
+  absolute), or `column3`: the third column of `data_dir/<part>.tsv` (the
+  original COGS gen.tsv). The count must equal the part's.
+  """
+  if not spec:
+    return None
+  part = os.path.splitext(os.path.basename(part_file))[0]
+  if spec == "column3":
+    src = os.path.join(data_dir or "", f"{part}.tsv")
+    lines = read_text(src).splitlines()
+    cats = []
+    for i, line in enumerate(lines, start=1):
+      cols = line.split("\t")
+      if len(cols) < 3:
+        raise InputError("no third (category) column", src, i)
+      cats.append(cols[2].strip())
+  else:
+    src = spec if os.path.isabs(spec) else os.path.join(data_dir or "", spec)
+    cats = [c.strip() for c in read_text(src).splitlines()]
+  while cats and not cats[-1]:
+    cats.pop()
+  num = len(tsv.read_tsv(part_file))
+  if len(cats) != num:
+    raise InputError(f"{len(cats)} categories but {num} examples in "
+                     f"{part_file}: they must align line by line", src)
+  return cats
+
+
+def _finished(cell_dir: str) -> bool:
+  """Whether a cell's stage completed (its key may still have changed)."""
+  try:
+    return bool(read_json(os.path.join(cell_dir, cache.KEY_FILE)).get(
+        "complete"))
+  except (InputError, ValueError, OSError):
+    return False
+
+
+def _count_lines(path: Optional[str]) -> int:
+  if not path or not os.path.exists(path):
+    return 0
+  with open(path, "rb") as f:
+    return sum(1 for line in f if line.strip())
+
+
+def _task_name(dataset: str, split: str) -> str:
+  name = f"{dataset}_{split}" if split else dataset
+  return "".join(c if c.isalnum() or c in "_.:" else "_" for c in name)
+
+
+@dataclasses.dataclass
+class _Context:
+  out_dir: str
+  dataset: str
+  regime: str
+  finetune_steps: int
+  eval_parts: Sequence[str]
+  beam_size: int
+  decode_batch_size: int
+  model_config: Any
+  train_config: Any
+
+
+def _train_vocab(directory: str, files: Sequence[str], model_type: str
+                 ) -> Dict[str, Any]:
+  import tasks  # pylint: disable=g-import-not-at-top
+  tokens = set()
+  for path in files:
+    for ex in tsv.read_tsv(path):
+      tokens.update(ex.input.split())
+      tokens.update(ex.output.split())
+  # Word pieces: one per token (+ pad, EOS, unk); a soft limit.
+  path = tasks.train_sentencepiece(
+      list(files), os.path.join(directory, "spm"), len(tokens) + 8,
+      model_type=model_type, max_sentencepiece_length=64)
+  return {"model": path, "num_tokens": len(tokens),
+          "vocab_size": tasks.vocab.get_vocabulary(
+              "sentencepiece", path).vocab_size}
+
+
+def _cell_stage(cell: grid_lib.Cell, run_dir: str, synthetic: Optional[str],
+                vocab: str, categories: Mapping[str, Optional[List[str]]],
+                category_files: Sequence[str], ctx: _Context
+                ) -> method_base.Stage:
+  """The cell as a cached stage: inputs by content, config by value."""
+  parts = {p: os.path.join(run_dir, augment_lib.DATA_DIR, f"{p}.tsv")
+           for p in ctx.eval_parts}
+  train_tsv = os.path.join(run_dir, augment_lib.DATA_DIR, "train.tsv")
+  inputs = [vocab, train_tsv] + ([synthetic] if synthetic else []) + \
+      [parts[p] for p in ctx.eval_parts] + list(category_files)
+  pretrain = cell.data != grid_lib.ORIGINAL and \
+      ctx.regime == "pretrain_finetune"
+  train_config = dataclasses.replace(ctx.train_config, seed=cell.seed)
+  config = {
+      "dataset": ctx.dataset, "split": cell.split, "data": cell.data,
+      "seed": cell.seed,
+      "regime": "pretrain_finetune" if pretrain else (
+          "original" if cell.data == grid_lib.ORIGINAL else "mixture"),
+      "model": configs.to_json(dataclasses.asdict(ctx.model_config)),
+      "train": configs.to_json({k: v for k, v in dataclasses.asdict(
+          train_config).items() if k not in _BOOKKEEPING}),
+      "finetune_steps": ctx.finetune_steps if pretrain else None,
+      "decode": {"beam_size": ctx.beam_size, "parts": list(ctx.eval_parts)},
+  }
+  name = _task_name(ctx.dataset, cell.split)
+
+  def run(directory: str) -> Dict[str, Any]:
+    # pylint: disable=g-import-not-at-top
+    from csl_jax.seq2seq import decode
+    from csl_jax.seq2seq import input_pipeline
+    from csl_jax.seq2seq import train as train_lib
+    # pylint: enable=g-import-not-at-top
+    train_dir = os.path.join(directory, "train")
+    summary: Dict[str, Any] = {"split": cell.split, "data": cell.data,
+                               "seed": cell.seed, "regime": config["regime"]}
+    start = time.time()
+    if cell.data == grid_lib.ORIGINAL:
+      metrics = train_lib.train(train_dir, name, ctx.model_config,
+                                train_config, progress=False)
+    elif not pretrain:
+      metrics = train_lib.train(train_dir, f"{name}_{cell.data}_mixture",
+                                ctx.model_config, train_config,
+                                progress=False)
+    else:
+      pre_dir = os.path.join(directory, "pretrain")
+      pre = train_lib.train(pre_dir, f"{name}_{cell.data}_synthetic",
+                            ctx.model_config, train_config, progress=False)
+      metrics = train_lib.train(
+          train_dir, name, ctx.model_config,
+          dataclasses.replace(train_config, num_steps=ctx.finetune_steps),
+          progress=False, init_from=pre_dir)
+      summary["pretrain"] = pre
+    summary["train"] = metrics
+    summary["train_seconds"] = time.time() - start
+    rates = [m.get("examples_per_second") for m in
+             (metrics, summary.get("pretrain") or {}) if m]
+    rates = [r for r in rates if r]
+    summary["examples_per_second"] = sum(rates) / len(rates) if rates \
+        else None
+    model_config, _ = train_lib.load_config(train_dir)
+    model, params = train_lib.load_params(train_dir)
+    lengths = input_pipeline.lengths(model_config.max_input_len,
+                                     model_config.max_target_len)
+    start = time.time()
+    summary["parts"] = {}
+    for part in ctx.eval_parts:
+      rows, _ = decode.evaluate(model, params, name, part, lengths,
+                                ctx.decode_batch_size, ctx.beam_size)
+      expected = tsv.read_tsv(parts[part])
+      if [r[0].split() for r in rows] != [e.input.split() for e in expected]:
+        raise RuntimeError(f"decoded {part} rows are not in the order of "
+                           f"{parts[part]}: categories would misalign")
+      atomic_write_text(os.path.join(directory, part, "predictions.tsv"),
+                        "".join("\t".join(r) + "\n" for r in rows))
+      summary["parts"][part] = results_lib.score(rows, categories.get(part))
+    summary["decode_seconds"] = time.time() - start
+    return summary
+
+  return method_base.Stage("cell", inputs, config, run)
+
+
+def _record(cell: grid_lib.Cell, summary: Mapping[str, Any],
+            num_original: int, num_synthetic: int, cell_dir: str
+            ) -> Dict[str, Any]:
+  """One line of results.jsonl."""
+  parts = summary["parts"]
+  first = next(iter(parts))
+  record = {
+      "split": cell.split, "data": cell.data, "seed": cell.seed,
+      "regime": summary.get("regime"),
+      "accuracy": parts[first]["accuracy"], "eval_part": first,
+      "accuracy_by_part": {p: s["accuracy"] for p, s in parts.items()},
+      "num_eval_examples": {p: s["num_examples"] for p, s in parts.items()},
+      "train_seconds": summary["train_seconds"],
+      "decode_seconds": summary["decode_seconds"],
+      "cell_seconds": summary.get("seconds"),
+      "examples_per_second": summary.get("examples_per_second"),
+      "steps": summary["train"].get("steps"),
+      "final_loss": summary["train"].get("mean_last_loss"),
+      "num_original": num_original, "num_synthetic": num_synthetic,
+      "by_length": {p: s["by_length"] for p, s in parts.items()},
+      "cached": summary.get("cached"), "dir": cell_dir}
+  cats = {p: s["by_category"] for p, s in parts.items()
+          if "by_category" in s}
+  if cats:
+    record["by_category"] = cats
+  return record
+
+
+@gin.configurable(module="experiment")
+def experiment(out_dir: str,
+               dataset: str = gin.REQUIRED,
+               splits: Sequence[str] = gin.REQUIRED,
+               name: Optional[str] = None,
+               data_dir: Optional[str] = None,
+               dataset_options: Optional[Mapping[str, Any]] = None,
+               methods: Sequence[str] = ("csl",),
+               data: Optional[Sequence[str]] = None,
+               select: Optional[str] = None,
+               select_num: Optional[int] = None,
+               seeds: Sequence[int] = (0, 1, 2),
+               regime: str = "mixture",
+               finetune_steps: int = 1000,
+               eval_parts: Sequence[str] = ("test",),
+               beam_size: int = 5,
+               decode_batch_size: int = 64,
+               categories: Optional[Mapping[str, str]] = None,
+               synthetic_seed_params: Sequence[str] = SYNTHETIC_SEED_PARAMS,
+               synthetic_per_seed: bool = True,
+               vocab_model_type: str = "word",
+               wait: bool = False) -> Dict[str, Any]:
+  """Runs (or resumes) the grid into `out_dir`; returns its summary.
+
+  Args:
+    out_dir: the experiment directory (locked while this runs).
+    dataset: a `csl_jax.data.registry` name (scan, cogs, geoquery, tsv).
+    splits: the dataset's splits, the table's columns.
+    name: a title for the tables (default: the directory's name).
+    data_dir: the dataset's files (not for generated SCAN).
+    dataset_options: extra loader options, as for `augment`.
+    methods: augmentation methods run on every split.
+    data: the table's rows: `original`, methods, `m_<select>_<k>`
+      subsets (default: all of them).
+    select, select_num: a selector's subset of each method's candidates.
+    seeds: each seed sets the model's initialization, data order and (with
+      `synthetic_per_seed`) synthetic sampling and selection.
+    regime: `mixture` (1:1 original:synthetic, the default) or
+      `pretrain_finetune` (train on the synthetic data alone, then
+      `finetune_steps` steps on the original from those parameters).
+    finetune_steps: fine-tuning steps of `pretrain_finetune`.
+    eval_parts: the parts decoded and scored (the first is the table's).
+    beam_size: 1: greedy decoding.
+    decode_batch_size: examples decoded at once.
+    categories: {part: file of one category per line (relative to
+      data_dir), or "column3"}: exact match per category (COGS gen).
+    synthetic_seed_params: gin parameters bound to the cell's seed while
+      its augmentation runs.
+    synthetic_per_seed: one augmentation run per seed (else one per split).
+    vocab_model_type: SentencePiece model type of the vocabulary.
+    wait: wait for another process holding `out_dir` instead of stopping.
+  """
+  # pylint: disable=g-import-not-at-top
+  import tasks
+  from csl_jax.seq2seq import models
+  from csl_jax.seq2seq import train as train_lib
+  # pylint: enable=g-import-not-at-top
+  spec = data_registry.get(dataset)
+  splits = grid_lib.check_names("splits", splits)
+  if spec.splits:
+    for s in splits:
+      spec.check_split(s)
+  elif len(splits) != 1:
+    raise InputError(f"{dataset} has one split: experiment.splits must be "
+                     "one label for it (the table's column)")
+  methods = grid_lib.check_names("methods", methods) if methods else []
+  for m in methods:
+    method_base.get(m)
+  rows = grid_lib.data_rows(methods, data, select, select_num)
+  seeds = grid_lib.check_seeds(seeds)
+  if regime not in grid_lib.REGIMES:
+    raise InputError(f"experiment.regime: {regime!r}; valid: "
+                     f"{', '.join(grid_lib.REGIMES)}")
+  for label, value in (("beam_size", beam_size),
+                       ("decode_batch_size", decode_batch_size),
+                       ("finetune_steps", finetune_steps)):
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+      raise InputError(f"experiment.{label} must be an integer >= 1, not "
+                       f"{value!r}")
+  eval_parts = list(eval_parts) if not isinstance(eval_parts, str) \
+      else [eval_parts]
+  categories = dict(categories or {})
+  model_config = models.Seq2SeqConfig()
+  train_config = train_lib.TrainConfig()
+  cells = grid_lib.expand(splits, rows, seeds)
+  name = name or os.path.basename(os.path.abspath(out_dir))
+  meta = {"name": name, "dataset": dataset, "splits": splits,
+          "data": rows, "seeds": seeds, "regime": regime,
+          "finetune_steps": finetune_steps if regime != "mixture" else None,
+          "eval_parts": eval_parts, "beam_size": beam_size,
+          "num_steps": train_config.num_steps,
+          "batch_size": train_config.batch_size,
+          "model": configs.to_json(dataclasses.asdict(model_config)),
+          "train": configs.to_json(dataclasses.asdict(train_config)),
+          "methods": methods, "select": select, "select_num": select_num,
+          "num_cells": len(cells)}
+  needed = [m for m in methods if any(
+      r == m or r.startswith(f"{m}_{select}_") for r in rows)]
+  with lock.run_lock(out_dir, wait):
+    atomic_write_json(os.path.join(out_dir, "experiment.json"), meta)
+    _say(f"{len(cells)} cells: {len(splits)} split(s) × {len(rows)} "
+         f"training data × {len(seeds)} seed(s) into {out_dir}")
+    # 1. Augmentation runs (cached stage by stage).
+    run_dirs: Dict[tuple, str] = {}
+    for split in splits:
+      per_seed = synthetic_per_seed and needed
+      template = None
+      for seed in (seeds if per_seed else seeds[:1]):
+        run_dir = os.path.join(out_dir, "augment", split,
+                               f"seed_{seed}" if per_seed else "shared")
+        if template and not os.path.exists(run_dir):
+          # Induction and fitting do not depend on the seed: a copy keeps
+          # them cached (keys are by content), only sampling reruns.
+          tmp = f"{run_dir}.tmp.{os.getpid()}"
+          shutil.rmtree(tmp, ignore_errors=True)
+          shutil.copytree(template, tmp,
+                          ignore=shutil.ignore_patterns(lock.LOCK_FILE))
+          os.replace(tmp, run_dir)
+        tick = time.time()
+        with _bound(synthetic_seed_params if per_seed else (), seed):
+          summary = augment_lib.augment(
+              run_dir, dataset=dataset,
+              split=split if spec.splits else None,
+              data_dir=data_dir, dataset_options=dataset_options,
+              methods=needed, select=select, select_num=select_num,
+              select_seed=seed if per_seed else 0, wait=wait)
+        cached = all(s.get("cached") for s in summary["stages"].values())
+        _say(f"augment {split} seed {seed}: {run_dir} "
+             f"({'cached' if cached else _minutes(time.time() - tick)})")
+        template = template or run_dir
+        run_dirs[(split, seed)] = run_dir
+      if not per_seed:
+        for s in seeds:
+          run_dirs[(split, s)] = run_dirs[(split, seeds[0])]
+    # 2. A word vocabulary per split, of every original part.
+    vocabs = {}
+    for split in splits:
+      data_out = os.path.join(run_dirs[(split, seeds[0])],
+                              augment_lib.DATA_DIR)
+      part_files = sorted(os.path.join(data_out, f)
+                          for f in os.listdir(data_out) if f.endswith(".tsv"))
+      for part in eval_parts:
+        if not os.path.exists(os.path.join(data_out, f"{part}.tsv")):
+          raise InputError(f"experiment.eval_parts: {dataset} {split} has "
+                           f"no {part} part", data_out)
+      stage = method_base.Stage(
+          "vocab", part_files, {"model_type": vocab_model_type},
+          lambda d, files=part_files: _train_vocab(d, files,
+                                                   vocab_model_type))
+      vocab_dir = os.path.join(out_dir, "vocab", split)
+      cache.run_stage(stage, vocab_dir)
+      # Not the summary's path: the experiment may move or run elsewhere.
+      vocabs[split] = os.path.join(vocab_dir, "spm.model")
+    # 3. The cells.
+    ctx = _Context(out_dir, dataset, regime, finetune_steps, eval_parts,
+                   beam_size, decode_batch_size, model_config, train_config)
+    records, cell_dirs, seconds = [], {}, []
+    for index, cell in enumerate(cells, start=1):
+      run_dir = run_dirs[(cell.split, cell.seed)]
+      vocabulary = tasks.vocab.get_vocabulary("sentencepiece",
+                                              vocabs[cell.split])
+      task = _task_name(dataset, cell.split)
+      try:
+        names = tasks.register_run(run_dir, name=task, vocabulary=vocabulary)
+      except ValueError as e:
+        raise InputError(str(e)) from None
+      del names
+      synthetic = None
+      if cell.data != grid_lib.ORIGINAL:
+        found, _ = tasks.registry.find_methods(run_dir)
+        synthetic = found.get(cell.data)
+        if not synthetic:
+          raise InputError(f"{run_dir} has no synthetic data of "
+                           f"{cell.data!r}")
+      data_part = os.path.join(run_dir, augment_lib.DATA_DIR)
+      cats, cat_files = {}, []
+      for part in eval_parts:
+        spec_file = categories.get(part)
+        cats[part] = load_categories(os.path.join(data_part, f"{part}.tsv"),
+                                     data_dir, spec_file)
+        if spec_file:
+          cat_files.append(os.path.join(data_dir or "", f"{part}.tsv")
+                           if spec_file == "column3" else
+                           (spec_file if os.path.isabs(spec_file)
+                            else os.path.join(data_dir or "", spec_file)))
+      cell_dir = os.path.join(out_dir, "cells", cell.path)
+      stage = _cell_stage(cell, run_dir, synthetic, vocabs[cell.split], cats,
+                          cat_files, ctx)
+      # Cells finished earlier cost nothing: count only those to do.
+      left = sum(1 for c in cells[index - 1:] if not _finished(
+          os.path.join(out_dir, "cells", c.path)))
+      eta = (f"ETA {_minutes(left * sum(seconds) / len(seconds))} for "
+             f"{left} cell(s)" if seconds else "ETA after the first cell")
+      _say(f"cell {index}/{len(cells)} {dataset} {cell.describe()} -> "
+           f"{cell_dir}; {eta}")
+      summary = cache.run_stage(stage, cell_dir)
+      if summary.get("seconds") is not None:  # a cached cell's own time
+        seconds.append(summary["seconds"])
+      record = _record(cell, summary, _count_lines(os.path.join(
+          data_part, "train.tsv")), _count_lines(synthetic), cell_dir)
+      _say(f"cell {index}/{len(cells)} {cell.describe()}: "
+           f"{record['eval_part']} exact match {record['accuracy']:.2f}% "
+           + ("(cached)" if summary.get("cached") else
+              f"in {_minutes(summary['seconds'])} (train "
+              f"{record['examples_per_second'] or 0:.0f} examples/s)"))
+      records.append(record)
+      cell_dirs[(cell.split, cell.data, cell.seed)] = [
+          os.path.join(cell_dir, d) for d in ("pretrain", "train")
+          if os.path.isdir(os.path.join(cell_dir, d))]
+      results_lib.write_jsonl(out_dir, records)
+      results_lib.write_tables(out_dir, records, rows, meta, {})
+    plots = plots_lib.write_plots(out_dir, records, splits, cell_dirs)
+    written = results_lib.write_tables(out_dir, records, rows, meta, plots)
+  _say(f"done: {written['markdown']}, {written['html']}")
+  return {"results": os.path.join(out_dir, results_lib.RESULTS_JSONL),
+          "num_cells": len(cells), "records": records, **written,
+          "plots": plots}
+
+
+def run(out_dir: str) -> Dict[str, Any]:
+  """`experiment(out_dir)` with its gin bindings; a binding the config must
+  set but does not is an InputError."""
+  try:
+    return experiment(out_dir)
+  except RuntimeError as e:
+    if "Required bindings" in str(e):
+      raise InputError(f"gin configuration: {e} (set them in the "
+                       "experiment's gin file)") from None
+    raise
+  except TypeError as e:
+    if "experiment" in str(e) and "argument" in str(e):
+      raise InputError(f"gin configuration: {e}") from None
+    raise

@@ -1,0 +1,319 @@
+"""Tests for `csl-jax experiment` (csl_jax/experiments): grid expansion,
+cell keys and resume after a kill, the table math, per-category scoring,
+the pretrain-then-fine-tune regime (and the trainer's `init_from`), and a
+bad gin file's one-line error. Tiny model, tiny grid, tiny data; no network.
+"""
+
+import dataclasses
+import json
+import os
+import random
+
+import gin
+import pytest
+
+pytest.importorskip("seqio")
+tf = pytest.importorskip("tensorflow")
+try:  # tf.data needs no GPU; leave it to JAX.
+  tf.config.set_visible_devices([], "GPU")
+except RuntimeError:
+  pass
+
+# pylint: disable=g-import-not-at-top
+from csl_jax.cli import main as cli
+from csl_jax.data import tsv
+from csl_jax.errors import InputError
+from csl_jax.experiments import grid
+from csl_jax.experiments import results
+from csl_jax.experiments import runner
+from csl_jax.methods import base as method_base
+from csl_jax.seq2seq import train as train_lib
+# pylint: enable=g-import-not-at-top
+
+_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class _Shuffle:
+  """A test method: the training pairs, shuffled by SampleConfig.seed (so
+  the cell's seed reaches synthetic sampling), as candidates."""
+  name = "shuffle"
+
+  def stages(self, data, workdir):
+    del workdir
+    seed = gin.query_parameter("SampleConfig.seed") if _bound_seed() else 0
+
+    def run(directory):
+      pairs = tsv.read_tsv(data.train)
+      random.Random(seed).shuffle(pairs)
+      path = os.path.join(directory, "candidates.tsv")
+      tsv.write_tsv(path, pairs)
+      return {"candidates": path, "seed": seed}
+
+    return [method_base.Stage("shuffle", [data.train], {"seed": seed}, run)]
+
+  def report_rows(self, summaries):
+    return [("seed", str(summaries["shuffle"]["seed"]))]
+
+
+def _bound_seed():
+  try:
+    gin.query_parameter("SampleConfig.seed")
+    return True
+  except ValueError:
+    return False
+
+
+method_base.add(_Shuffle.name, _Shuffle)
+
+TINY = {"d_model": 16, "num_heads": 2, "d_ff": 32, "num_layers": 1,
+        "dropout": 0.0, "max_input_len": 6, "max_target_len": 6}
+STEPS = 3
+
+
+@pytest.fixture
+def tiny(clear_gin):  # pylint: disable=unused-argument,redefined-outer-name
+  from csl_jax.sampling import sampler  # pylint: disable=g-import-not-at-top,unused-import
+  for k, v in TINY.items():
+    gin.bind_parameter(f"seq2seq.Seq2SeqConfig.{k}", v)
+  for k, v in {"batch_size": 8, "num_steps": STEPS, "warmup_steps": 1,
+               "log_every": 1, "checkpoint_every": 100,
+               "bucket_width": 0}.items():
+    gin.bind_parameter(f"seq2seq.TrainConfig.{k}", v)
+  yield
+
+
+@pytest.fixture
+def toy_data(tmp_path):
+  """Reverse three letters: 40 train, 10 test pairs."""
+  words = [a + b + c for a in "abcd" for b in "abcd" for c in "abcd"]
+  words = [" ".join(w) for w in words[:50]]
+  pairs = [f"{w}\t{' '.join(reversed(w.split()))}\n" for w in words]
+  d = tmp_path / "toy"
+  d.mkdir()
+  (d / "train.tsv").write_text("".join(pairs[:40]))
+  (d / "test.tsv").write_text("".join(pairs[40:]))
+  return str(d)
+
+
+def _run(out, data_dir, **kw):
+  args = dict(dataset="tsv", splits=["toy"], data_dir=data_dir,
+              methods=["shuffle"], seeds=[0], beam_size=1,
+              decode_batch_size=16)
+  args.update(kw)
+  return runner.experiment(out, **args)
+
+
+def _records(out):
+  with open(os.path.join(out, results.RESULTS_JSONL)) as f:
+    return [json.loads(line) for line in f]
+
+
+# ---- grid ---------------------------------------------------------------
+
+def test_grid_expansion():
+  rows = grid.data_rows(["csl", "geca"], None, "random", 50)
+  assert rows == ["original", "csl", "geca", "csl_random_50",
+                  "geca_random_50"]
+  assert grid.data_rows(["csl"], ["original", "csl"], None, None) == [
+      "original", "csl"]
+  cells = grid.expand(["jump", "length"], ["original", "csl"], [0, 1, 2])
+  assert len(cells) == 12
+  assert cells[0] == grid.Cell("jump", "original", 0)
+  assert cells[3] == grid.Cell("jump", "csl", 0)
+  assert cells[6].split == "length"
+  assert cells[4].path == "jump/csl/seed_1"
+  with pytest.raises(InputError, match="geca"):
+    grid.data_rows(["csl"], ["geca"], None, None)
+  with pytest.raises(InputError, match="seeds"):
+    grid.check_seeds([-1])
+
+
+# ---- table math -----------------------------------------------------------
+
+def test_mean_std_on_known_numbers():
+  s = results.mean_std([50.0, 60.0, 70.0])
+  assert s == {"mean": 60.0, "std": 10.0, "n": 3}
+  assert results.cell_text(s) == "60.00 ± 10.00 (3)"
+  assert results.mean_std([42.0]) == {"mean": 42.0, "std": 0.0, "n": 1}
+  records = [{"split": sp, "data": d, "seed": s, "accuracy": a,
+              "accuracy_by_part": {"test": a}}
+             for sp, d, s, a in [("jump", "original", 0, 2.0),
+                                 ("jump", "original", 1, 4.0),
+                                 ("jump", "csl", 0, 99.0),
+                                 ("jump", "csl", 1, 100.0),
+                                 ("length", "csl", 0, 90.0)]]
+  table = results.aggregate(records)
+  assert table["original"]["jump"]["mean"] == 3.0
+  assert abs(table["original"]["jump"]["std"] - 2 ** 0.5) < 1e-12
+  md = results.markdown_table(table, ["original", "csl"])
+  assert md.splitlines()[0] == "| training data | jump | length |"
+  assert "| original | 3.00 ± 1.41 (2) | – |" in md
+  assert "| csl | 99.50 ± 0.71 (2) | 90.00 ± 0.00 (1) |" in md
+
+
+# ---- per-category scoring -------------------------------------------------
+
+def test_score_by_length_and_category():
+  rows = [("a", "x y", "x y"), ("b", "x", "z"), ("c", "x  y", "x y"),
+          ("d", "p q r", "p q")]
+  cats = ["pp_recursion", "pp_recursion", "cp_recursion", "cp_recursion"]
+  s = results.score(rows, cats)
+  assert s["accuracy"] == 50.0
+  assert s["by_length"] == {"1": [1, 0], "2": [2, 2], "3": [1, 0]}
+  assert s["by_category"] == {"cp_recursion": [2, 1],
+                              "pp_recursion": [2, 1]}
+  records = [{"data": "csl", "by_category": {"gen": s["by_category"]}},
+             {"data": "csl", "by_category": {"gen": {
+                 "cp_recursion": [2, 2], "pp_recursion": [2, 0]}}}]
+  table = results.category_table(records)
+  assert table["csl"]["cp_recursion"]["mean"] == 75.0
+  assert table["csl"]["pp_recursion"]["mean"] == 25.0
+  with pytest.raises(InputError, match="align"):
+    results.score(rows, cats[:3])
+
+
+def test_load_categories(tmp_path):
+  part = tmp_path / "gen.tsv"
+  part.write_text("a\tA\nb\tB\n")
+  src = tmp_path / "src"
+  src.mkdir()
+  (src / "gen.tsv").write_text("a\tA\tcat1\nb\tB\tcat2\n")
+  (src / "cats.txt").write_text("c1\nc2\n\n")
+  assert runner.load_categories(str(part), str(src), "column3") == [
+      "cat1", "cat2"]
+  assert runner.load_categories(str(part), str(src), "cats.txt") == [
+      "c1", "c2"]
+  assert runner.load_categories(str(part), str(src), None) is None
+  (src / "short.txt").write_text("c1\n")
+  with pytest.raises(InputError, match="align"):
+    runner.load_categories(str(part), str(src), "short.txt")
+
+
+# ---- the grid end to end, keys and resume ----------------------------------
+
+def test_experiment_writes_results_and_resumes_after_kill(
+    tiny, toy_data, tmp_path, monkeypatch):  # pylint: disable=redefined-outer-name,unused-argument
+  out = str(tmp_path / "exp")
+  calls = []
+  real_train = train_lib.train
+
+  def killed_at_second(*args, **kw):
+    calls.append(args[1])
+    if len(calls) == 2:
+      raise KeyboardInterrupt  # the process dies mid-grid
+    return real_train(*args, **kw)
+
+  monkeypatch.setattr(train_lib, "train", killed_at_second)
+  with pytest.raises(KeyboardInterrupt):
+    _run(out, toy_data)
+  assert len(_records(out)) == 1  # cell 1 finished, cell 2 was killed
+  calls.clear()
+  monkeypatch.setattr(train_lib, "train", lambda *a, **k: (
+      calls.append(a[1]), real_train(*a, **k))[1])
+  summary = _run(out, toy_data)
+  # Only cell 2 (the shuffle mixture) was trained again.
+  assert calls == ["tsv_toy_shuffle_mixture"]
+  records = _records(out)
+  assert [(r["data"], r["seed"], r["cached"]) for r in records] == [
+      ("original", 0, True), ("shuffle", 0, False)]
+  for r in records:
+    assert r["num_original"] == 40 and r["eval_part"] == "test"
+    assert r["num_synthetic"] == (0 if r["data"] == "original" else 40)
+    assert 0.0 <= r["accuracy"] <= 100.0 and r["steps"] == STEPS
+    assert sum(n for n, _ in r["by_length"]["test"].values()) == 10
+  # The key: data by content, model and trainer config, seed.
+  with open(os.path.join(records[1]["dir"], "stage_key.json")) as f:
+    key = json.load(f)
+  assert key["complete"] and key["config"]["seed"] == 0
+  assert key["config"]["model"]["d_model"] == 16
+  assert key["config"]["train"]["seed"] == 0
+  assert "log_every" not in key["config"]["train"]
+  assert len(key["input_hashes"]) == 4  # vocab, train, synthetic, test
+  md = open(summary["markdown"], encoding="utf-8").read()
+  assert "| training data | toy |" in md and "(1) |" in md
+  assert os.path.exists(os.path.join(out, results.RESULTS_HTML))
+  assert set(summary["plots"]) == {"toy: exact match by target length",
+                                   "toy: learning curves"}
+  for path in summary["plots"].values():
+    assert open(path, "rb").read(4) == b"\x89PNG"
+  # Learning curves come back from the TensorBoard event files.
+  from csl_jax.experiments import plots  # pylint: disable=g-import-not-at-top
+  points = plots.read_scalars(os.path.join(records[0]["dir"], "train",
+                                           "tensorboard"), "train/loss")
+  assert [p[0] for p in points] == list(range(1, STEPS + 1))
+  # Rerun of a finished grid: nothing trained.
+  calls.clear()
+  _run(out, toy_data)
+  assert not calls
+  # Seeds reach synthetic sampling: one augmentation run per seed (a new
+  # seed's cells come after its augmentation; the kill stops before them).
+  monkeypatch.setattr(train_lib, "train", killed_at_second)
+  calls[:] = ["x"]
+  with pytest.raises(KeyboardInterrupt):
+    _run(out, toy_data, seeds=[0, 1])
+  syn = [tsv.read_tsv(os.path.join(out, "augment", "toy", f"seed_{s}",
+                                   "shuffle", "synthetic.tsv"))
+         for s in (0, 1)]
+  assert syn[0] != syn[1] and sorted(syn[0]) == sorted(syn[1])
+
+
+# ---- pretrain, then fine-tune ----------------------------------------------
+
+def test_pretrain_finetune_regime_and_init_from(tiny, toy_data, tmp_path):  # pylint: disable=redefined-outer-name,unused-argument
+  import jax  # pylint: disable=g-import-not-at-top
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  out = str(tmp_path / "exp")
+  _run(out, toy_data, data=["shuffle"], seeds=[0],
+       regime="pretrain_finetune", finetune_steps=2)
+  cell = os.path.join(out, "cells", "toy", "shuffle", "seed_0")
+  with open(os.path.join(cell, "pretrain", "config.json")) as f:
+    pre = json.load(f)
+  with open(os.path.join(cell, "train", "config.json")) as f:
+    fine = json.load(f)
+  assert pre["task"] == "tsv_toy_shuffle_synthetic" and "init" not in pre
+  assert fine["task"] == "tsv_toy" and fine["train"]["num_steps"] == 2
+  assert fine["init"]["step"] == STEPS
+  (r,) = _records(out)
+  assert r["regime"] == "pretrain_finetune" and r["steps"] == 2
+  # The trainer's init_from: with learning rate 0 (and another seed), the
+  # run keeps exactly the source's parameters.
+  source = os.path.join(cell, "pretrain")
+  config = train_lib.load_config(source)[0]
+  frozen = train_lib.TrainConfig(batch_size=8, num_steps=1,
+                                 learning_rate=0.0, warmup_steps=1, seed=5,
+                                 bucket_width=0)
+  target = str(tmp_path / "target")
+  train_lib.train(target, "tsv_toy", config, frozen, progress=False,
+                  init_from=source)
+  leaves = lambda d: jax.tree_util.tree_leaves(train_lib.load_params(d)[1])
+  for a, b in zip(leaves(source), leaves(target)):
+    np.testing.assert_array_equal(a, b)
+  # The initialization keys the run: resuming without it is refused, and
+  # a source of another model config is refused.
+  with pytest.raises(InputError, match="initial parameters"):
+    train_lib.train(target, "tsv_toy", config, frozen, progress=False)
+  bigger = dataclasses.replace(config, d_model=32)
+  with pytest.raises(InputError, match="another configuration"):
+    train_lib.train(str(tmp_path / "x"), "tsv_toy", bigger, frozen,
+                    progress=False, init_from=source)
+
+
+# ---- bad gin: one line, exit 2 --------------------------------------------
+
+@pytest.mark.parametrize("text,message", [
+    ("experiment.splits = ['addprim_jump']\n", "Required bindings"),
+    ("experiment.dataset = 'scan'\nexperiment.splits = ['nope']\n",
+     "unknown scan split 'nope'"),
+    ("experiment.dataset = 'scan'\nexperiment.splits = ['length']\n"
+     "experiment.regime = 'both'\n", "experiment.regime"),
+    ("experiment.dataset = \n", "gin configuration"),
+])
+def test_bad_gin_is_one_line_error(tmp_path, capsys, clear_gin, text,
+                                   message):  # pylint: disable=unused-argument
+  gin_file = tmp_path / "bad.gin"
+  gin_file.write_text(text)
+  code = cli.main(["experiment", f"--gin_file={gin_file}", "--out",
+                   str(tmp_path / "out")])
+  err = capsys.readouterr().err.strip()
+  assert code == 2
+  assert len(err.splitlines()) == 1 and message in err, err
