@@ -475,4 +475,4 @@ def test_corpus_size():
   static = sum(len(os.listdir(fuzz(d))) for d in ("tsv", "qcfg", "cfg",
                                                    "good"))
   assert static == 38
-  assert len(CASES) == 198  # + 2 tests below: cfg typo warning, TFDS
+  assert len(CASES) == 216  # + 2 tests above: cfg typo warning, TFDS
