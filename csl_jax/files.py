@@ -72,3 +72,18 @@ def atomic_write_bytes(path: str, data: bytes) -> None:
     f.flush()
     os.fsync(f.fileno())
   os.replace(tmp, path)
+
+
+def atomic_save_figure(fig, path: str, dpi: int = 100) -> str:
+  """Saves a matplotlib figure atomically as PNG and closes it; returns path.
+
+  The caller imports matplotlib; this only needs the figure object.
+  """
+  from matplotlib import pyplot as plt  # pylint: disable=g-import-not-at-top
+  path = os.fspath(path)
+  os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+  tmp = f"{path}.tmp.{os.getpid()}.png"
+  fig.savefig(tmp, dpi=dpi)
+  plt.close(fig)
+  os.replace(tmp, path)
+  return path

@@ -6,6 +6,7 @@ import os
 from typing import Dict, List, Mapping, Sequence, Tuple
 
 from csl_jax.experiments import results as results_lib
+from csl_jax.files import atomic_save_figure
 
 
 def _pyplot():
@@ -55,11 +56,7 @@ def accuracy_by_length(path: str, curves: Mapping[str, Mapping[int, float]],
   ax.grid(alpha=0.3)
   ax.legend()
   fig.tight_layout()
-  os.makedirs(os.path.dirname(path), exist_ok=True)
-  fig.savefig(path + ".tmp.png", dpi=100)
-  plt.close(fig)
-  os.replace(path + ".tmp.png", path)
-  return path
+  return atomic_save_figure(fig, path)
 
 
 def learning_curves(path: str,
@@ -80,11 +77,7 @@ def learning_curves(path: str,
   ax.grid(alpha=0.3)
   ax.legend(fontsize="small")
   fig.tight_layout()
-  os.makedirs(os.path.dirname(path), exist_ok=True)
-  fig.savefig(path + ".tmp.png", dpi=100)
-  plt.close(fig)
-  os.replace(path + ".tmp.png", path)
-  return path
+  return atomic_save_figure(fig, path)
 
 
 def write_plots(out_dir: str, records, splits: Sequence[str],

@@ -11,7 +11,7 @@ import os
 from typing import Dict, List, Sequence, Tuple
 
 from csl_jax.data import tsv
-from csl_jax.files import atomic_write_text, read_json
+from csl_jax.files import atomic_save_figure, atomic_write_text, read_json
 
 FILES_DIR = "report_files"
 PREVIEW = 10
@@ -58,10 +58,7 @@ def _histogram_png(path: str, title: str, xlabel: str,
   ax.set_ylabel("share of examples (%)")
   ax.legend(fontsize=8)
   fig.tight_layout()
-  tmp = f"{path}.tmp.{os.getpid()}.png"
-  fig.savefig(tmp, dpi=90)
-  plt.close(fig)
-  os.replace(tmp, path)
+  atomic_save_figure(fig, path, dpi=90)
 
 
 def _table_md(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:

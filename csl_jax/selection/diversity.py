@@ -34,6 +34,7 @@ import scipy.sparse
 
 from csl_jax.data.tsv import Example
 from csl_jax.errors import InputError
+from csl_jax.files import atomic_save_figure
 from csl_jax.selection import templates as templates_lib
 
 WEIGHTINGS = ("none", "keysers")
@@ -270,5 +271,4 @@ def plot_template_frequency(path: str, features: PoolFeatures,
   ax.set_title(title or f"template frequencies ({features.abstraction})")
   ax.legend(fontsize=7, markerscale=4)
   fig.tight_layout()
-  fig.savefig(path, dpi=120)
-  plt.close(fig)
+  atomic_save_figure(fig, path, dpi=120)
