@@ -9,16 +9,10 @@ import pytest
 from csl_jax.errors import InputError
 from csl_jax.model import viterbi
 from csl_jax.model.csl_model import CSLModel
-from csl_jax.qcfg.rules import parse_rules
 from csl_jax.sampling import sampler
-from csl_jax.testing.models import random_model
+from csl_jax.testing.models import TOY_RULES, random_model
 
-RULES = parse_rules("""\
-NT_1 twice ### NT_1 NT_1
-NT_1 and NT_2 ### NT_1 NT_2
-walk ### W
-run ### R
-""")
+RULES = TOY_RULES
 CFG = "S -> W\nS -> R\nS -> S S\n"
 
 

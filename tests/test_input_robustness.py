@@ -19,7 +19,7 @@ from csl_jax.model import viterbi
 from csl_jax.qcfg import output_cfg as cfg_lib
 from csl_jax.qcfg import rules as rules_lib
 from csl_jax.sampling import sampler
-from csl_jax.testing.models import random_model
+from csl_jax.testing.models import TOY_RULES, random_model
 
 # ------------------------------------------------------------------- TSV --
 
@@ -159,12 +159,7 @@ def test_shipped_cfgs_pass_the_strict_check(path):
 
 # --------------------------------------------------------- length bounds --
 
-RULES = rules_lib.parse_rules("""\
-NT_1 twice ### NT_1 NT_1
-NT_1 and NT_2 ### NT_1 NT_2
-walk ### W
-run ### R
-""")
+RULES = TOY_RULES
 
 
 def _model(seed=0, num_states=2):

@@ -8,15 +8,9 @@ import pytest
 from csl_jax.sampling import sampler
 from csl_jax.sampling.sample_reference import pair_distribution
 from csl_jax.qcfg.output_cfg import parse_output_cfg
-from csl_jax.qcfg.rules import parse_rules
-from csl_jax.testing.models import random_model
+from csl_jax.testing.models import TOY_RULES, random_model
 
-RULES = parse_rules("""\
-NT_1 twice ### NT_1 NT_1
-NT_1 and NT_2 ### NT_1 NT_2
-walk ### W
-run ### R
-""")
+RULES = TOY_RULES
 
 
 def _model(seed=0, num_states=2):

@@ -6,7 +6,15 @@ import numpy as np
 
 from csl_jax.model import contexts
 from csl_jax.model.csl_model import CSLModel
-from csl_jax.qcfg.rules import Rule
+from csl_jax.qcfg.rules import Rule, parse_rules
+
+# A tiny QCFG whose derivations can be counted by hand (`walk twice and run`).
+TOY_RULES = parse_rules("""\
+NT_1 twice ### NT_1 NT_1
+NT_1 and NT_2 ### NT_1 NT_2
+walk ### W
+run ### R
+""")
 
 
 def random_model(rules: Sequence[Rule], seed: int = 0, num_states: int = 2,
