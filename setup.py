@@ -28,6 +28,7 @@ EXTRAS_REQUIRE = {
     "test": [
         "hypothesis==6.170.15",
         "pytest==9.2.0",
+        "pytest-xdist==3.8.0",
     ],
 }
 

@@ -1,9 +1,16 @@
 """One TensorBoard scalar writer for every training loop.
 
-TensorFlow is imported only when a directory is given: stages that do not
-write summaries (or run where TensorFlow is absent) never pay its import.
+Event files are written with the `tensorboard` package's record writer on a
+local file, not `tf.summary` (nor tensorboard's EventFileWriter, which goes
+through `tf.io.gfile` when TensorFlow is installed): a CSL fit then never
+imports TensorFlow (seconds per process, see BENCHMARKS.md "Issue 10 → Test
+suite"), and TensorBoard reads `simple_value` scalars as it reads
+`tf.summary.scalar`'s.
 """
 
+import os
+import socket
+import time
 from typing import Mapping, Optional
 
 
@@ -13,19 +20,27 @@ class TensorBoardWriter:
   def __init__(self, directory: Optional[str]):
     self._writer = None
     if directory:
-      from csl_jax import quiet  # pylint: disable=g-import-not-at-top
-      tf = quiet.import_tensorflow()  # without the CUDA probe lines
-      self._tf = tf
-      self._writer = tf.summary.create_file_writer(directory)
+      # pylint: disable=g-import-not-at-top
+      from tensorboard.compat.proto import event_pb2
+      from tensorboard.compat.proto import summary_pb2
+      from tensorboard.summary.writer import record_writer
+      # pylint: enable=g-import-not-at-top
+      self._event_pb2, self._summary_pb2 = event_pb2, summary_pb2
+      os.makedirs(directory, exist_ok=True)
+      # One new file per writer, named as TensorFlow names them: a resumed
+      # run appends a file, the reader merges them by step.
+      path = os.path.join(directory, "events.out.tfevents.%010d.%s.%d.%d" % (
+          time.time(), socket.gethostname(), os.getpid(), id(self)))
+      self._writer = record_writer.RecordWriter(open(path, "wb"))
+      self._write(event_pb2.Event(wall_time=time.time(),
+                                  file_version="brain.Event:2"))
 
   @property
   def enabled(self) -> bool:
     return self._writer is not None
 
   def scalar(self, name: str, value: float, step: int) -> None:
-    if self._writer is not None:
-      with self._writer.as_default():
-        self._tf.summary.scalar(name, value, step=step)
+    self._add({name: value}, step)
 
   def scalars(self, values: Mapping[str, float], step: int,
               prefix: str = "") -> None:
@@ -33,11 +48,21 @@ class TensorBoardWriter:
     group at a time, so TensorBoard sees progress during long runs."""
     if self._writer is None:
       return
-    with self._writer.as_default():
-      for name, value in values.items():
-        tag = f"{prefix}/{name}" if prefix else name
-        self._tf.summary.scalar(tag, value, step=step)
+    self._add({f"{prefix}/{k}" if prefix else k: v
+               for k, v in values.items()}, step)
     self._writer.flush()
+
+  def _add(self, values: Mapping[str, float], step: int) -> None:
+    if self._writer is None:
+      return
+    summary = self._summary_pb2.Summary(value=[
+        self._summary_pb2.Summary.Value(tag=tag, simple_value=float(value))
+        for tag, value in values.items()])
+    self._write(self._event_pb2.Event(wall_time=time.time(), step=int(step),
+                                      summary=summary))
+
+  def _write(self, event) -> None:
+    self._writer.write(event.SerializeToString())
 
   def close(self) -> None:
     if self._writer is not None:

@@ -1,11 +1,45 @@
 """Shared pytest fixtures. Importable helpers live in `csl_jax.testing`."""
 
+import atexit
 import importlib.util
 import os
+import shutil
+import tempfile
 
 import pytest
 
+# Two host devices for the whole session (XLA reads the flag once, before
+# jax's first use): every training in the suite runs data parallel, as on a
+# pod, and no test needs a fresh process to get there.
+os.environ["XLA_FLAGS"] = " ".join(filter(None, [
+    os.environ.get("XLA_FLAGS"),
+    "--xla_force_host_platform_device_count=2"]))
+
+# Under `-n auto` the cores are shared out by worker: one thread each for
+# XLA, TensorFlow and BLAS, instead of every worker's pools fighting over all
+# of them (BENCHMARKS.md "Issue 10 → Test suite").
+if os.environ.get("PYTEST_XDIST_WORKER"):
+  os.environ["XLA_FLAGS"] += (" --xla_cpu_multi_thread_eigen=false"
+                              " intra_op_parallelism_threads=1")
+  for _name in ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS",
+                "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_name] = "1"
+
+# One JAX compilation cache for the session, this process and the CLI
+# processes tests start (csl_jax/compile_cache.py): a program compiles once,
+# never into the user's cache.
+_JAX_CACHE = tempfile.mkdtemp(prefix="csl_jax_test_jax_cache_")
+atexit.register(shutil.rmtree, _JAX_CACHE, ignore_errors=True)
+os.environ["JAX_COMPILATION_CACHE_DIR"] = _JAX_CACHE
+os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
+
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def pytest_xdist_auto_num_workers(config):
+  """`-n auto`: one worker per core, at most 8 (each loads TF and JAX)."""
+  del config
+  return max(1, min(os.cpu_count() or 1, 8))
 
 
 @pytest.fixture

@@ -45,12 +45,17 @@ def test_disabled_writer_is_a_no_op():
 
 
 def test_writer_writes_event_files(tmp_path):
-  pytest.importorskip("tensorflow")
+  from csl_jax.experiments import plots  # pylint: disable=g-import-not-at-top
   directory = str(tmp_path / "tb")
   writer = TensorBoardWriter(directory)
   assert writer.enabled
   writer.scalar("train/loss", 1.0, 1)
   writer.scalars({"loss": 0.5, "accuracy": 0.9}, 2, prefix="eval")
+  writer.scalars({"loss": 0.25}, 3, prefix="eval")
   writer.close()
   writer.close()  # Idempotent.
   assert any(f.startswith("events.") for f in os.listdir(directory))
+  assert plots.read_scalars(directory, "train/loss") == [(1, 1.0)]
+  assert plots.read_scalars(directory, "eval/loss") == [(2, 0.5), (3, 0.25)]
+  assert plots.read_scalars(directory, "eval/accuracy") == [
+      (2, pytest.approx(0.9))]

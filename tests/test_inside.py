@@ -29,6 +29,11 @@ PAIRS = [("walk", "W"), ("walk twice", "W W"), ("walk and run", "W R"),
          ("run walk and walk twice", "R W W W")]
 
 
+# Compiled (one program per shape): op by op, an inside pass over the
+# blocks costs a second of dispatch per call.
+_log_likelihood = jax.jit(inside.log_likelihood)
+
+
 def _setup(num_states, seed):
   g = encode_qcfg(GRAMMAR, 2)
   batch, _ = forest_lib.build_forests(g, PAIRS)
@@ -47,7 +52,7 @@ def _setup(num_states, seed):
 def test_inside_matches_twin(num_states, seed):
   _, batch, ctx, params = _setup(num_states, seed)
   padded = pad_forests(batch, range(len(PAIRS)), [1.0] * len(PAIRS), ctx)
-  got = np.asarray(inside.log_likelihood(params, padded))[:len(PAIRS)]
+  got = np.asarray(_log_likelihood(params, padded))[:len(PAIRS)]
   want = [inside_reference.log_likelihood(
       np.asarray(params["rule"]), np.asarray(params["context"]), ctx,
       batch[b]) for b in range(len(PAIRS))]
@@ -57,8 +62,8 @@ def test_inside_matches_twin(num_states, seed):
 def test_gradients_are_finite_and_match_finite_differences():
   _, batch, ctx, params = _setup(2, 0)
   padded = pad_forests(batch, range(len(PAIRS)), [1.0] * len(PAIRS), ctx)
-  loss = lambda p: -inside.log_likelihood(p, padded).sum()
-  grads = jax.grad(loss)(params)
+  loss = jax.jit(lambda p: -inside.log_likelihood(p, padded).sum())
+  grads = jax.jit(jax.grad(loss))(params)
   assert all(bool(jnp.isfinite(g).all()) for g in grads.values())
   eps = 1e-2
   bumped = dict(params, rule=params["rule"].at[0, 0].add(eps))
@@ -74,7 +79,7 @@ def test_single_derivation_probability_by_hand():
   padded = pad_forests(batch, [b], [1.0], ctx)
   p = jax.nn.softmax(params["rule"][0])
   want = math.log(float(p[0] * p[3]))
-  got = float(inside.log_likelihood(params, padded)[0])
+  got = float(_log_likelihood(params, padded)[0])
   assert abs(got - want) < 1e-5
 
 
@@ -86,10 +91,10 @@ def test_log_p_x_sums_over_outputs():
   outputs = [("walk and run twice", "W R R"),
              ("walk and run twice", "W R W R")]
   batch, _ = forest_lib.build_forests(g, outputs)
-  joint = inside.log_likelihood(params, pad_forests(batch, [0, 1], [1, 1],
-                                                    ctx))[:2]
+  joint = _log_likelihood(params, pad_forests(batch, [0, 1], [1, 1],
+                                               ctx))[:2]
   src = source_forest_batch(g, [x])
-  marginal = inside.log_likelihood(params, pad_forests(src, [0], [1], ctx))
+  marginal = _log_likelihood(params, pad_forests(src, [0], [1], ctx))
   assert abs(float(jax.nn.logsumexp(joint)) - float(marginal[0])) < 1e-4
 
 

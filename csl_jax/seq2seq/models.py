@@ -7,6 +7,7 @@ and cheap enough for the short outputs of SCAN-like tasks.
 """
 
 import dataclasses
+import functools
 import math
 from typing import Optional
 
@@ -205,10 +206,32 @@ class Transformer(nn.Module):
     return self.decode(encoded, inputs, decoder_inputs, deterministic)
 
 
+# One module per config: jitted steps take `model.apply` as a static argument
+# (a field of the train state), and modules compare by identity, so a fresh
+# one would recompile them for every run of a process.
+@functools.lru_cache(maxsize=None)
+def transformer(config: Seq2SeqConfig) -> Transformer:
+  return Transformer(config)
+
+
 def init_params(config: Seq2SeqConfig, rng, batch: int = 1,
                 input_len: Optional[int] = None,
                 target_len: Optional[int] = None):
-  model = Transformer(config)
-  inputs = jnp.ones((batch, input_len or config.max_input_len), jnp.int32)
-  targets = jnp.ones((batch, target_len or config.max_target_len), jnp.int32)
-  return model, model.init(rng, inputs, targets)["params"]
+  model = transformer(config)
+  return model, _jitted_init(config, batch, input_len or config.max_input_len,
+                             target_len or config.max_target_len)(rng)
+
+
+# Compiled once per shape: op by op, an init costs seconds on a CPU, and a
+# process inits for every run and every checkpoint it loads.
+@functools.lru_cache(maxsize=None)
+def _jitted_init(config: Seq2SeqConfig, batch: int, input_len: int,
+                 target_len: int):
+  model = transformer(config)
+
+  def init(rng):
+    inputs = jnp.ones((batch, input_len), jnp.int32)
+    targets = jnp.ones((batch, target_len), jnp.int32)
+    return model.init(rng, inputs, targets)["params"]
+
+  return jax.jit(init)

@@ -13,6 +13,7 @@ whose key differs is refused (InputError): its checkpoints are another run's.
 """
 
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -73,11 +74,19 @@ def shardings(mesh):
 
 
 def make_optimizer(config: TrainConfig):
+  return _optimizer(config.learning_rate, config.warmup_steps,
+                    config.num_steps, config.weight_decay)
+
+
+# One object per setting: the jitted train step is keyed on the optimizer
+# (a static field of the state), so a fresh one would recompile the step for
+# every run of a process (seeds, resumed runs, an experiment's grid).
+@functools.lru_cache(maxsize=None)
+def _optimizer(learning_rate, warmup_steps, num_steps, weight_decay):
   schedule = optax.warmup_cosine_decay_schedule(
-      0.0, config.learning_rate, max(config.warmup_steps, 1),
-      max(config.num_steps, config.warmup_steps + 1),
-      end_value=config.learning_rate * 0.1)
-  return optax.adamw(schedule, weight_decay=config.weight_decay)
+      0.0, learning_rate, max(warmup_steps, 1),
+      max(num_steps, warmup_steps + 1), end_value=learning_rate * 0.1)
+  return optax.adamw(schedule, weight_decay=weight_decay)
 
 
 def create_state(model_config, train_config, rng):

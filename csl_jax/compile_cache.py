@@ -1,0 +1,36 @@
+"""JAX's persistent compilation cache, on for every `csl-jax` command.
+
+A CSL fit compiles dozens of small XLA programs (one per array shape), and a
+seq2seq run compiles its train and decode steps: seconds each process pays
+again for identical programs (BENCHMARKS.md "Issue 10 → Test suite"). JAX
+keys the cache on the program, jax/jaxlib versions, backend and flags, so a
+stale entry is never used.
+"""
+
+import os
+import sys
+
+ENV = "JAX_COMPILATION_CACHE_DIR"
+MIN_SECONDS_ENV = "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"
+
+
+def default_directory() -> str:
+  root = os.environ.get("XDG_CACHE_HOME") or os.path.join(
+      os.path.expanduser("~"), ".cache")
+  return os.path.join(root, "csl_jax", "jax")
+
+
+def enable() -> None:
+  """Caches every compiled program under $JAX_COMPILATION_CACHE_DIR (the
+  user's choice wins), else `default_directory()`."""
+  directory = os.environ.get(ENV) or default_directory()
+  # Most of a fit's programs compile in well under JAX's default 1 s floor.
+  min_seconds = os.environ.get(MIN_SECONDS_ENV, "0")
+  if "jax" in sys.modules:  # jax read its environment already
+    import jax  # pylint: disable=g-import-not-at-top
+    jax.config.update("jax_compilation_cache_dir", directory)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs",
+                      float(min_seconds))
+  else:
+    os.environ[ENV] = directory
+    os.environ[MIN_SECONDS_ENV] = min_seconds

@@ -1,0 +1,42 @@
+"""csl_jax/compile_cache.py: where `csl-jax` commands cache compiled JAX
+programs (in a fresh process: jax reads the environment once)."""
+
+import os
+import subprocess
+import sys
+
+_SCRIPT = """
+import os, sys
+if os.environ.pop("IMPORT_JAX_FIRST", None):
+  import jax
+from csl_jax import compile_cache
+compile_cache.enable()
+import jax
+print(jax.config.jax_compilation_cache_dir)
+print(jax.config.jax_persistent_cache_min_compile_time_secs)
+"""
+
+
+def _run(**env):
+  base = {k: v for k, v in os.environ.items()
+          if not k.startswith("JAX_") and k != "XDG_CACHE_HOME"}
+  proc = subprocess.run([sys.executable, "-c", _SCRIPT], env=dict(base, **env),
+                        capture_output=True, text=True, check=True)
+  return proc.stdout.split()
+
+
+def test_default_directory_is_under_the_user_cache(tmp_path):
+  directory, seconds = _run(XDG_CACHE_HOME=str(tmp_path))
+  assert directory == str(tmp_path / "csl_jax" / "jax")
+  assert float(seconds) == 0.0
+
+
+def test_after_jax_is_imported(tmp_path):
+  directory, _ = _run(XDG_CACHE_HOME=str(tmp_path), IMPORT_JAX_FIRST="1")
+  assert directory == str(tmp_path / "csl_jax" / "jax")
+
+
+def test_the_users_choice_wins(tmp_path):
+  directory, seconds = _run(JAX_COMPILATION_CACHE_DIR=str(tmp_path / "mine"),
+                            JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="2.5")
+  assert directory == str(tmp_path / "mine") and float(seconds) == 2.5
