@@ -1,0 +1,130 @@
+"""csl_jax/pcfg: fractional production counts (kernel vs its twin, and by
+hand), estimation, criticality, sampling, perplexity; the SCAN action CFG
+(tasks/scan/actions.cfg) against SCAN's own outputs (Yao & Koller 2024)."""
+
+import math
+
+import hypothesis
+from hypothesis import strategies as st
+import numpy as np
+import pytest
+
+from csl_jax import assets
+from csl_jax.data import scan
+from csl_jax.pcfg import counts
+from csl_jax.pcfg import counts_reference
+from csl_jax.pcfg import pcfg
+from csl_jax.qcfg.output_cfg import load_output_cfg
+from csl_jax.qcfg.output_cfg import parse_output_cfg
+
+# Ambiguous on purpose: S -> S S is Catalan-ambiguous, S -> A -> a and
+# S -> a give every `a` two parses, B has a ternary and a mixed rule.
+AMBIGUOUS = parse_output_cfg("""\
+S -> S S | a | A | B
+A -> a | b A
+B -> a B c | a c | b S c
+""")
+
+
+def test_counts_by_hand():
+  tables = counts.encode(AMBIGUOUS)
+  # "a a": S -> S S with two ways for each S: 4 parses; S -> S S in each,
+  # then per `a` half S -> a, half S -> A (-> a).
+  z, c = counts.expected_counts(tables, ["a", "a"])
+  assert z == 4.0
+  got = dict(zip([f"{p.lhs}->{len(p.rhs)}:{p.rhs[0].name}"
+                  for p in AMBIGUOUS.productions], c))
+  assert got["S->2:S"] == 1.0 and got["S->1:a"] == 1.0
+  assert got["S->1:A"] == 1.0 and got["A->1:a"] == 1.0
+  assert counts.expected_counts(tables, ["c"]) == (0.0, pytest.approx(
+      np.zeros(len(AMBIGUOUS.productions))))
+
+
+@hypothesis.settings(max_examples=60, deadline=None)
+@hypothesis.given(st.lists(st.sampled_from("abc"), min_size=1, max_size=6))
+def test_counts_match_twin(tokens):
+  z, c = counts.expected_counts(counts.encode(AMBIGUOUS), tokens)
+  z_ref, c_ref = counts_reference.expected_counts(AMBIGUOUS, tokens)
+  assert z == z_ref
+  np.testing.assert_allclose(c, c_ref, atol=1e-9)
+
+
+def test_weighted_inside_is_the_probability():
+  cfg = parse_output_cfg("S -> S S | a\n")
+  probs = np.array([0.25, 0.75])
+  # "a a a": two trees, each p(S->S S)^2 p(a)^3.
+  z, _ = counts.expected_counts(counts.encode(cfg), "a a a".split(), probs)
+  assert z == pytest.approx(2 * 0.25 ** 2 * 0.75 ** 3)
+
+
+def test_unary_cycle_is_an_error():
+  with pytest.raises(ValueError, match="unary cycle"):
+    counts.encode(parse_output_cfg("S -> A | x\nA -> S\n"))
+
+
+def test_estimate_relative_frequencies_and_fractional_counts():
+  model, info = pcfg.estimate(AMBIGUOUS, ["a", "b a", "a c", "z"])
+  p = dict(zip([" ".join(s.name for s in q.rhs) for q in AMBIGUOUS.productions
+                if q.lhs == "S"], model.probs[:4]))
+  # S counts: "a" 1/2 (S->a) + 1/2 (S->A); "b a" 1 (S->A); "a c" 1 (S->B).
+  assert p == pytest.approx({"S S": 0.0, "a": 0.5 / 3, "A": 1.5 / 3,
+                             "B": 1.0 / 3})
+  assert info["num_unparsed"] == 1 and info["unparsed"] == ["z"]
+  assert info["num_ambiguous"] == 1
+  for lhs in ("S", "A", "B"):
+    total = sum(w for q, w in zip(AMBIGUOUS.productions, model.probs)
+                if q.lhs == lhs)
+    assert total == pytest.approx(1.0, abs=1e-9)
+  # B -> b S c never occurs: probability 0.
+  assert model.probs[-1] == 0.0
+
+
+def test_criticality():
+  cfg = parse_output_cfg("S -> S S | a\n")
+  for p in (0.1, 0.3, 0.6):
+    assert pcfg.criticality(pcfg.PCFG(cfg, np.array([p, 1 - p]))) == \
+        pytest.approx(2 * p)
+  assert pcfg.criticality(pcfg.uniform(cfg)) == pytest.approx(1.0)
+  # peers.md §2.1: the FunQL CFG is supercritical under 1/k weights.
+  funql = load_output_cfg(assets.resolve("tasks/geoquery/funql.cfg"))
+  assert 1.0 < pcfg.criticality(pcfg.uniform(funql)) < 1.05
+
+
+def test_sampling_is_unique_seeded_and_bounded():
+  finite = parse_output_cfg("S -> A A\nA -> a | b | c\n")
+  got, info = pcfg.sample_unique(pcfg.uniform(finite), 100, seed=3,
+                                 max_consecutive_duplicates=500)
+  assert sorted(got) == pcfg.language(finite) and len(got) == 9
+  assert info["stopped_by"] == "duplicates" and info["rejected"] == 0
+  assert got == pcfg.sample_unique(pcfg.uniform(finite), 100, seed=3,
+                                   max_consecutive_duplicates=500)[0]
+  # Supercritical (S -> S S at 0.6): the depth bound rejects, and says so.
+  wild = pcfg.PCFG(parse_output_cfg("S -> S S | a\n"), np.array([0.6, 0.4]))
+  got, info = pcfg.sample_unique(wild, 50, seed=0, max_depth=8,
+                                 max_attempts=2000)
+  assert info["rejected"] > 0 and 0 < info["rejection_rate"] < 1
+  assert all(len(s.split()) <= 2 ** 7 for s in got)
+
+
+def test_perplexity_by_hand():
+  cfg = parse_output_cfg("S -> a | b S\n")
+  model = pcfg.uniform(cfg)
+  # "b a": 1/2 * 1/2 over 2 tokens -> per-token perplexity 2.
+  assert pcfg.perplexity(model, ["b a"]) == pytest.approx(2.0)
+  assert pcfg.perplexity(model, ["a b"]) == math.inf
+
+
+def test_scan_action_grammar_is_exactly_scans_outputs():
+  cfg = load_output_cfg(assets.resolve("tasks/scan/actions.cfg"))
+  assert len(cfg.productions) == 124
+  outputs = sorted({e.output for e in scan._all_examples()})  # pylint: disable=protected-access
+  assert pcfg.language(cfg) == outputs and len(outputs) == 9228
+  tables = counts.encode(cfg)
+  # The parser agrees on a sample (every output: benchmarks/pcfg_scan.py):
+  # each parses, `turn left twice` = `turn opposite left` is ambiguous.
+  for output in outputs[::97]:
+    assert counts.expected_counts(tables, output.split())[0] >= 1
+  assert counts.expected_counts(tables, ["I_TURN_LEFT", "I_TURN_LEFT"])[0] \
+      == 3  # turn opposite left; turn left twice; turn left, turn left
+  assert counts.expected_counts(tables, ["I_WALK", "I_JUMP", "I_RUN"])[0] \
+      == 0
