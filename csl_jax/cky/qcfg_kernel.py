@@ -261,7 +261,7 @@ def pair_chart(x, y, src_sym, src_len, tgt_sym, tgt_len, tgt_first, num_nts,
   e_rule = np.empty(cap, np.int32)
   e_parent = np.empty(cap, np.int64)
   e_child = np.full((cap, max(max_nts, 1)), -1, np.int64)
-  ne = 0
+  ne = np.int64(0)  # not the literal 0: one compiled callee per type
   width = max(src_sym.shape[1], tgt_sym.shape[1]) + 1
   starts = np.empty(width, np.int64)
   snxt = np.empty(width, np.int64)
@@ -271,6 +271,9 @@ def pair_chart(x, y, src_sym, src_len, tgt_sym, tgt_len, tgt_first, num_nts,
   ct = np.zeros((max(max_nts, 1), 2), np.int64)
   children = np.empty(max(max_nts, 1), np.int64)
   spans = np.empty((16, max(max_nts, 1), 2), np.int64)
+  # Typed values, not literals: numba compiles a callee once per literal
+  # value it is passed (cold compile time, BENCHMARKS.md issue 10).
+  one, no, yes = np.int32(1), np.bool_(False), np.bool_(True)
   for span in range(1, n + 1):
     for i in range(n - span + 1):
       j = i + span
@@ -292,14 +295,14 @@ def pair_chart(x, y, src_sym, src_len, tgt_sym, tgt_len, tgt_first, num_nts,
         for r in unary:
           e_rule, e_parent, e_child, ne, new = _match_target(
               r, i, j, cs, y, chart, src_has, n1, m1, tgt_sym, tgt_len,
-              tgt_first, 1, False, e_rule, e_parent, e_child, ne, pos, tnxt,
+              tgt_first, one, no, e_rule, e_parent, e_child, ne, pos, tnxt,
               ct, children)
           added += new
       if record:
         for r in unary:
           e_rule, e_parent, e_child, ne, _ = _match_target(
               r, i, j, cs, y, chart, src_has, n1, m1, tgt_sym, tgt_len,
-              tgt_first, 1, True, e_rule, e_parent, e_child, ne, pos, tnxt,
+              tgt_first, one, yes, e_rule, e_parent, e_child, ne, pos, tnxt,
               ct, children)
   return chart, src_has, e_rule, e_parent, e_child, ne
 
@@ -533,7 +536,7 @@ def source_chart(x, src_sym, src_len, max_nts, present_src):
   e_rule = np.empty(cap, np.int32)
   e_parent = np.empty(cap, np.int64)
   e_child = np.full((cap, width), -1, np.int64)
-  ne = 0
+  ne = np.int64(0)  # not the literal 0: one compiled callee per type
   starts = np.empty(src_sym.shape[1] + 1, np.int64)
   snxt = np.empty(src_sym.shape[1] + 1, np.int64)
   cs = np.zeros((width, 2), np.int64)
@@ -561,5 +564,5 @@ def source_chart(x, src_sym, src_len, max_nts, present_src):
           children[0] = i * n1 + j
           e_rule, e_parent, e_child, ne = _append_edge(
               e_rule, e_parent, e_child, ne, unary[ui], i * n1 + j,
-              children, 1)
+              children, np.int32(1))
   return src_has, e_rule[:ne], e_parent[:ne], e_child[:ne]
