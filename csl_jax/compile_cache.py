@@ -7,7 +7,9 @@ keys the cache on the program, jax/jaxlib versions, backend and flags, so a
 stale entry is never used.
 """
 
+import hashlib
 import os
+import platform
 import sys
 
 ENV = "JAX_COMPILATION_CACHE_DIR"
@@ -15,9 +17,22 @@ MIN_SECONDS_ENV = "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"
 
 
 def default_directory() -> str:
+  """Per host CPU: a home directory shared by machines of other CPUs must
+  not hand one a program compiled for another's instruction set."""
   root = os.environ.get("XDG_CACHE_HOME") or os.path.join(
       os.path.expanduser("~"), ".cache")
-  return os.path.join(root, "csl_jax", "jax")
+  return os.path.join(root, "csl_jax", "jax", _host_key())
+
+
+def _host_key() -> str:
+  flags = platform.processor()
+  try:
+    with open("/proc/cpuinfo", encoding="utf-8") as f:
+      flags = next((line for line in f if line.startswith("flags")), flags)
+  except OSError:
+    pass
+  digest = hashlib.sha256(flags.encode()).hexdigest()[:12]
+  return f"{platform.machine() or 'cpu'}-{digest}"
 
 
 def enable() -> None:

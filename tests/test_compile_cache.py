@@ -27,13 +27,15 @@ def _run(**env):
 
 def test_default_directory_is_under_the_user_cache(tmp_path):
   directory, seconds = _run(XDG_CACHE_HOME=str(tmp_path))
-  assert directory == str(tmp_path / "csl_jax" / "jax")
+  # One directory per host CPU below it.
+  assert os.path.dirname(directory) == str(tmp_path / "csl_jax" / "jax")
   assert float(seconds) == 0.0
+  assert directory == _run(XDG_CACHE_HOME=str(tmp_path))[0]
 
 
 def test_after_jax_is_imported(tmp_path):
   directory, _ = _run(XDG_CACHE_HOME=str(tmp_path), IMPORT_JAX_FIRST="1")
-  assert directory == str(tmp_path / "csl_jax" / "jax")
+  assert os.path.dirname(directory) == str(tmp_path / "csl_jax" / "jax")
 
 
 def test_the_users_choice_wins(tmp_path):
