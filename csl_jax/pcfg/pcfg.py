@@ -15,6 +15,7 @@ and reports the samples it rejected.
 
 import collections
 import dataclasses
+import functools
 import math
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -29,7 +30,7 @@ class PCFG:
   probs: np.ndarray  # [P], summing to 1 over each category's productions
   name: str = ""
 
-  @property
+  @functools.cached_property
   def tables(self) -> counts_lib.CFGTables:
     return counts_lib.encode(self.cfg)
 
@@ -86,18 +87,16 @@ def criticality(pcfg: PCFG) -> float:
   return float(np.max(np.abs(np.linalg.eigvals(m)))) if len(m) else 0.0
 
 
-def log_prob(pcfg: PCFG, output: str, tables=None) -> float:
+def log_prob(pcfg: PCFG, output: str) -> float:
   """log p(output) summed over its parses; -inf without a parse."""
-  z, _ = counts_lib.expected_counts(tables or pcfg.tables, output.split(),
-                                    pcfg.probs)
+  z, _ = counts_lib.expected_counts(pcfg.tables, output.split(), pcfg.probs)
   return math.log(z) if z > 0 else -math.inf
 
 
 def perplexity(pcfg: PCFG, outputs: Sequence[str]) -> float:
   """Per-token perplexity exp(-sum log p(y) / sum |y|) (Y&K Table 6);
   inf when an output has probability 0."""
-  tables = pcfg.tables
-  total = sum(log_prob(pcfg, y, tables) for y in outputs)
+  total = sum(log_prob(pcfg, y) for y in outputs)
   tokens = sum(len(y.split()) for y in outputs)
   return math.exp(-total / max(tokens, 1)) if total > -math.inf else math.inf
 

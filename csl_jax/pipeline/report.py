@@ -13,7 +13,8 @@ import os
 from typing import Dict, List, Sequence, Tuple
 
 from csl_jax.data import tsv
-from csl_jax.files import atomic_save_figure, atomic_write_text, read_json
+from csl_jax.files import (atomic_save_figure, atomic_write_text, read_json,
+                           read_text)
 
 FILES_DIR = "report_files"
 PREVIEW = 10
@@ -56,7 +57,8 @@ def _histogram_png(path: str, title: str, xlabel: str,
       {name: sorted(collections.Counter(s).items())
        for name, s in series.items()}]).encode()).hexdigest()
   key_path = path + ".key"
-  if os.path.exists(path) and _read_key(key_path) == key:
+  if (os.path.exists(path) and os.path.isfile(key_path)
+      and read_text(key_path).strip() == key):
     return
   if os.path.exists(key_path):  # a kill before the new key is written
     os.remove(key_path)         # must not leave the old key to a new PNG
@@ -76,14 +78,6 @@ def _histogram_png(path: str, title: str, xlabel: str,
   fig.tight_layout()
   atomic_save_figure(fig, path, dpi=90)
   atomic_write_text(key_path, key + "\n")
-
-
-def _read_key(path: str) -> str:
-  try:
-    with open(path, encoding="utf-8") as f:
-      return f.read().strip()
-  except OSError:
-    return ""
 
 
 def _table_md(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
