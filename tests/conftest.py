@@ -25,12 +25,17 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
                 "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_name] = "1"
 
-# One JAX compilation cache for the session, this process and the CLI
-# processes tests start (csl_jax/compile_cache.py): a program compiles once,
-# never into the user's cache.
-_JAX_CACHE = tempfile.mkdtemp(prefix="csl_jax_test_jax_cache_")
-atexit.register(shutil.rmtree, _JAX_CACHE, ignore_errors=True)
-os.environ["JAX_COMPILATION_CACHE_DIR"] = _JAX_CACHE
+# One JAX compilation cache for the session (csl_jax/compile_cache.py),
+# never the user's: made by the first process (xdist's controller), inherited
+# by its workers and the CLI processes tests start, so a program one worker
+# compiled is loaded by the other.
+_SESSION_CACHE = "CSL_JAX_TEST_JAX_CACHE"
+if not os.environ.get(_SESSION_CACHE):
+  os.environ[_SESSION_CACHE] = tempfile.mkdtemp(
+      prefix="csl_jax_test_jax_cache_")
+  atexit.register(shutil.rmtree, os.environ[_SESSION_CACHE],
+                  ignore_errors=True)
+os.environ["JAX_COMPILATION_CACHE_DIR"] = os.environ[_SESSION_CACHE]
 os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
 
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

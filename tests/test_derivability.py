@@ -1,8 +1,12 @@
 """Rule-level derivability with NT leaves and per-query rule masks."""
 
+import threading
+
 import hypothesis
 from hypothesis import strategies as st
+import numpy as np
 
+from csl_jax.cky import forest
 from csl_jax.cky import qcfg_reference as ref
 from csl_jax.induction.derivability import RuleChecker, as_pair, leaf
 from csl_jax.induction.unify import compose
@@ -104,6 +108,33 @@ def test_include_and_exclude_masks():
   checker.enable([rules[1]], on=False)
   assert not checker.rules_derivable(target)[0]
   assert checker.rules_derivable(target, [1])[0]
+
+
+def test_large_batches_run_on_threads_with_the_same_answers(monkeypatch):
+  texts = ["NT_1 twice ### NT_1 NT_1", "NT_1 and NT_2 ### NT_1 NT_2",
+           "jump ### JUMP", "walk ### WALK"]
+  rules = [r(t) for t in texts]
+  checker = RuleChecker(rules, 2)
+  checker.enable(rules)
+  targets = [r(t) for t in ["jump twice ### JUMP JUMP",
+                            "jump and walk ### JUMP WALK",
+                            "walk twice and jump ### WALK WALK JUMP",
+                            "jump twice ### JUMP"]]
+  rng = np.random.RandomState(0)
+  queries = [(targets[rng.randint(4)], rng.randint(-1, 4), rng.randint(-1, 4))
+             for _ in range(300)]
+  args = ([t for t, _, _ in queries], [i for _, i, _ in queries],
+          [e for _, _, e in queries])
+  threads, thread = [], threading.Thread
+  monkeypatch.setattr(forest.threading, "Thread", lambda target: (
+      threads.append(target) or thread(target=target)))
+  monkeypatch.setattr(forest.numba, "get_num_threads", lambda: 4)
+  batched = checker.rules_derivable(*args)
+  assert len(threads) == 4  # 300 pairs: 4 threads, many slices each
+  one_by_one = [checker.rules_derivable([t], [i], [e])[0]
+                for t, i, e in queries]
+  assert batched.tolist() == one_by_one
+  assert 0 < batched.sum() < len(queries)
 
 
 def test_example_pairs_and_empty_batch():

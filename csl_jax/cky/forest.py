@@ -7,8 +7,10 @@ bottom-up (children before parents; the root, the whole pair, is last).
 """
 
 import dataclasses
+import threading
 from typing import Iterable, List, Optional, Sequence, Tuple
 
+import numba
 import numpy as np
 
 from csl_jax.cky import qcfg_kernel
@@ -17,6 +19,9 @@ from csl_jax.errors import InputError
 
 DEFAULT_MAX_SOURCE_LEN = 64
 DEFAULT_MAX_TARGET_LEN = 256
+# Derivability checks of fewer pairs than this per thread stay on one thread:
+# starting threads costs more than the work.
+_PAIRS_PER_THREAD = 32
 
 
 @dataclasses.dataclass(frozen=True)
@@ -153,17 +158,41 @@ def derivable_masked(grammar: QCFGArrays, pairs, enabled: np.ndarray,
                      include=None, exclude=None) -> np.ndarray:
   """Derivability of token-list pairs with the rules in `enabled`, plus rule
   include[b] and minus rule exclude[b] for pair b (-1: none); no length
-  checks. Large batches run on all cores."""
+  checks. Large batches run on numba's number of threads."""
   size = len(pairs)
   if not size:
     return np.zeros(0, np.bool_)
   none = np.full(size, -1, np.int64)
   include = none if include is None else np.asarray(include, np.int64)
   exclude = none if exclude is None else np.asarray(exclude, np.int64)
-  kernel = (qcfg_kernel.derivable_masked if size >= 64
-            else qcfg_kernel.derivable_masked_serial)
-  return kernel(*_pack(grammar, pairs, range(size)), *_grammar_args(grammar),
-                enabled, include, exclude)
+  out = np.zeros(size, np.bool_)
+  args = (out, *_pack(grammar, pairs, range(size)), *_grammar_args(grammar),
+          enabled, include, exclude)
+  threads = min(numba.get_num_threads(), size // _PAIRS_PER_THREAD)
+  if threads <= 1:
+    qcfg_kernel.derivable_masked(0, size, *args)
+    return out
+  # Small slices, taken in turn: pairs differ a lot in cost.
+  step = max(1, size // (8 * threads))
+  slices = iter([(lo, min(lo + step, size)) for lo in range(0, size, step)])
+  errors = []
+
+  def work():
+    try:
+      for lo, hi in slices:  # a list iterator is safe to share by threads
+        qcfg_kernel.derivable_masked(lo, hi, *args)
+    except BaseException as e:  # pylint: disable=broad-except
+      errors.append(e)
+
+  pool = [threading.Thread(target=work) for _ in range(threads)]
+  for thread in pool:
+    thread.start()
+  for thread in pool:
+    thread.join()
+  if errors:
+    raise errors[0]
+  return out
+
 
 def build_forests(grammar: QCFGArrays, pairs: Iterable,
                   max_source_len: int = DEFAULT_MAX_SOURCE_LEN,

@@ -402,46 +402,26 @@ def _derivable_one(b, xs, x_off, ys, y_off, src_sym, src_len, tgt_sym,
   n, m = x.shape[0], y.shape[0]
   chart, _, _, _, _, _ = pair_chart(
       x, y, src_sym, src_len, tgt_sym, tgt_len, tgt_first, num_nts,
-      max_nts, present_src, present_tgt, False, mask, anchor_off,
-      anchor_rules, free_rules)
+      max_nts, present_src, present_tgt, np.bool_(False), mask,
+      anchor_off, anchor_rules, free_rules)
   return chart[((0 * (n + 1) + n) * (m + 1) + 0) * (m + 1) + m]
 
 
-@numba.njit(cache=True, parallel=True)
-def derivable_masked(xs, x_off, ys, y_off, src_sym, src_len, tgt_sym,
-                     tgt_len, tgt_first, num_nts, max_nts, num_src_vocab,
-                     num_tgt_vocab, anchor_off, anchor_rules, free_rules,
-                     enabled, include, exclude):
-  """Whether each pair (x_b, y_b) is derivable from the root using the rules
-  in `enabled`, plus rule include[b] and minus rule exclude[b] (-1: none).
-  Pairs run in parallel; call it from Python only (a parallel kernel loaded
-  from numba's cache inside another kernel can crash)."""
-  batch = x_off.shape[0] - 1
-  out = np.zeros(batch, np.bool_)
-  for b in numba.prange(batch):
+@numba.njit(cache=True, nogil=True)
+def derivable_masked(lo, hi, out, xs, x_off, ys, y_off, src_sym, src_len,
+                     tgt_sym, tgt_len, tgt_first, num_nts, max_nts,
+                     num_src_vocab, num_tgt_vocab, anchor_off, anchor_rules,
+                     free_rules, enabled, include, exclude):
+  """out[b] for b in [lo, hi): whether pair (x_b, y_b) is derivable from the
+  root using the rules in `enabled`, plus rule include[b] and minus rule
+  exclude[b] (-1: none). Releases the GIL: the caller runs slices of a large
+  batch on threads (one compiled kernel instead of a serial and a parfor
+  one, and safe in forked workers)."""
+  for b in range(lo, hi):
     out[b] = _derivable_one(
         b, xs, x_off, ys, y_off, src_sym, src_len, tgt_sym, tgt_len,
         tgt_first, num_nts, max_nts, num_src_vocab, num_tgt_vocab,
         anchor_off, anchor_rules, free_rules, enabled, include, exclude)
-  return out
-
-
-@numba.njit(cache=True)
-def derivable_masked_serial(xs, x_off, ys, y_off, src_sym, src_len, tgt_sym,
-                            tgt_len, tgt_first, num_nts, max_nts,
-                            num_src_vocab, num_tgt_vocab, anchor_off,
-                            anchor_rules, free_rules, enabled, include,
-                            exclude):
-  """derivable_masked on one thread: for small batches, where waking the
-  thread pool costs more than the work."""
-  batch = x_off.shape[0] - 1
-  out = np.zeros(batch, np.bool_)
-  for b in range(batch):
-    out[b] = _derivable_one(
-        b, xs, x_off, ys, y_off, src_sym, src_len, tgt_sym, tgt_len,
-        tgt_first, num_nts, max_nts, num_src_vocab, num_tgt_vocab,
-        anchor_off, anchor_rules, free_rules, enabled, include, exclude)
-  return out
 
 
 @numba.njit(cache=True)
@@ -467,8 +447,8 @@ def forest_batch(xs, x_off, ys, y_off, src_sym, src_len, tgt_sym, tgt_len,
     y = ys[y_off[b]:y_off[b + 1]]
     chart, _, e_rule, e_parent, e_child, ne = pair_chart(
         x, y, src_sym, src_len, tgt_sym, tgt_len, tgt_first, num_nts,
-        max_nts, present_src, present_tgt, True, enabled, anchor_off,
-        anchor_rules, free_rules)
+        max_nts, present_src, present_tgt, np.bool_(True), enabled,
+        anchor_off, anchor_rules, free_rules)
     nodes, rule, parent, child = prune_pair_forest(
         x.shape[0], y.shape[0], chart, e_rule, e_parent, e_child, ne)
     n0 = node_off[b]

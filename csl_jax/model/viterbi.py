@@ -228,7 +228,8 @@ def _chart(n, e_rule, e_parent, e_child, num_nts, is_unary, ctx_index, log_p,
           if lp == -np.inf:
             continue
           for q in range(count):
-            if not _insert(p_score, p_code, p_rank, p_cnt, s, 0, k,
+            # Typed, not literal, arguments: one compiled _insert.
+            if not _insert(p_score, p_code, p_rank, p_cnt, s, np.int64(0), k,
                            lp + c_score[q], e, c_rank[q], nnt):
               break
       if unary_here:
@@ -254,7 +255,8 @@ def _chart(n, e_rule, e_parent, e_child, num_nts, is_unary, ctx_index, log_p,
               for j in range(p_cnt[cs, t - 1]):
                 one[0] = j
                 if not _insert(p_score, p_code, p_rank, p_cnt, s, t, k,
-                               lp + p_score[cs, t - 1, j], -(u + 1), one, 1):
+                               lp + p_score[cs, t - 1, j], -(u + 1), one,
+                               np.int32(1)):
                   break
     g0 = g1
   return p_score, p_code, p_rank, p_cnt, top, slot_of, nc

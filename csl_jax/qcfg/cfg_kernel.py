@@ -221,7 +221,8 @@ def top_categories(grammar: CFGArrays, tokens: np.ndarray,
                    initial_capacity: int = 0) -> np.ndarray:
   """bool[C] of categories deriving `tokens` (codes as in the module doc)."""
   tokens = np.ascontiguousarray(tokens, np.int64)
-  slot_masks = np.ascontiguousarray(slot_masks, np.bool_)
+  # Writable too: a read-only array is another numba type (another compile).
+  slot_masks = np.require(slot_masks, np.bool_, ["C", "W"])
   if slot_masks.ndim != 2 or slot_masks.shape[1] != grammar.num_categories:
     raise ValueError(f"slot_masks must be [rows, {grammar.num_categories}]")
   n, g = len(tokens), grammar
