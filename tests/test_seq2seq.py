@@ -97,10 +97,12 @@ def test_absolute_positions_match_twin(twin_model):
   assert np.abs(want - plain).max() > 1e-2  # The positions matter.
 
 
-def test_greedy_matches_twin(twin_model):
+@pytest.mark.parametrize("greedy", [decode.greedy_decode,
+                                    decode.greedy_decode_cached])
+def test_greedy_matches_twin(twin_model, greedy):
   model, params, inputs = twin_model
-  got = np.asarray(decode.greedy_decode(model, params, jnp.asarray(inputs),
-                                        TWIN.max_target_len))
+  got = np.asarray(greedy(model, params, jnp.asarray(inputs),
+                          TWIN.max_target_len))
   want = decode_reference.greedy_decode(params, TWIN, inputs,
                                         TWIN.max_target_len)
   np.testing.assert_array_equal(got, want)
@@ -108,16 +110,41 @@ def test_greedy_matches_twin(twin_model):
   assert (got == decode.EOS_ID).any()  # The finished path is exercised.
 
 
-def test_beam_search_matches_twin(twin_model):
+@pytest.mark.parametrize("search", [decode.beam_search,
+                                    decode.beam_search_cached])
+def test_beam_search_matches_twin(twin_model, search):
   model, params, inputs = twin_model
-  tokens, scores = decode.beam_search(model, params, jnp.asarray(inputs),
-                                      TWIN.max_target_len, 3)
+  tokens, scores = search(model, params, jnp.asarray(inputs),
+                          TWIN.max_target_len, 3)
   want, want_scores = decode_reference.beam_search(params, TWIN, inputs,
                                                    TWIN.max_target_len, 3)
   for got, score, want_row, want_score in zip(
       np.asarray(tokens), np.asarray(scores), want, want_scores):
     np.testing.assert_array_equal(got, want_row)
     assert score == pytest.approx(want_score, abs=1e-4)
+
+
+def test_cached_step_logits_match_the_full_decoder(twin_model):
+  """Position by position, with absolute positions too: the cached step's
+  logits equal the full decoder's at that position."""
+  _, params, inputs = twin_model
+  for cfg in (TWIN, dataclasses.replace(TWIN, absolute_positions=True)):
+    model = models.transformer(cfg)
+    dec = np.random.RandomState(2).randint(0, cfg.vocab_size,
+                                           (4, cfg.max_target_len))
+    full = np.asarray(model.apply({"params": params}, jnp.asarray(inputs),
+                                  jnp.asarray(dec)))
+    encoded = model.apply({"params": params}, jnp.asarray(inputs),
+                          method=models.Transformer.encode)
+    variables = {"params": params}
+    for i in range(cfg.max_target_len):
+      logits, cache = model.apply(
+          variables, encoded, jnp.asarray(inputs), jnp.asarray(dec[:, i:i + 1]),
+          i, cfg.max_target_len, method=models.Transformer.decode_step,
+          mutable=["cache"])
+      variables = {"params": params, **cache}
+      np.testing.assert_allclose(np.asarray(logits)[:, 0], full[:, i],
+                                 rtol=1e-4, atol=1e-4)
 
 
 def test_beam_of_one_is_greedy(twin_model):

@@ -1,7 +1,10 @@
 """Greedy and beam-search decoding, and exact-match evaluation.
 
-Each step recomputes the decoder over the whole fixed-length prefix (no
-key/value cache); causal masking makes the not-yet-written tail harmless.
+By default each step runs the decoder on one position over a key/value cache
+(`models.Transformer.decode_step`); with `cache=False` each step recomputes
+the decoder over the whole fixed-length prefix (causal masking makes the
+not-yet-written tail harmless): the same outputs, kept as the plain
+reference and for the speed comparison (BENCHMARKS.md, issue 13).
 """
 
 import functools
@@ -27,9 +30,50 @@ def _step_log_probs(model, params, encoded, inputs, outputs, i):
   return jax.nn.log_softmax(logits[:, i].astype(jnp.float32))
 
 
+def _cached_log_probs(model, params, encoded, inputs, cache, tokens, i,
+                      max_len):
+  """log p(next | cached prefix, tokens [batch] at position i) and the
+  updated cache; `cache` None at position 0 (it is created there)."""
+  variables = {"params": params}
+  if cache is not None:
+    variables["cache"] = cache
+  logits, mutated = model.apply(
+      variables, encoded, inputs, tokens[:, None], i, max_len,
+      method=models.Transformer.decode_step, mutable=["cache"])
+  return (jax.nn.log_softmax(logits[:, 0].astype(jnp.float32)),
+          mutated["cache"])
+
+
+@functools.partial(jax.jit, static_argnums=(0, 3))
+def greedy_decode_cached(model, params, inputs, max_len: int):
+  """`greedy_decode` over the key/value cache."""
+  encoded = model.apply({"params": params}, inputs,
+                        method=models.Transformer.encode)
+  batch = inputs.shape[0]
+  log_p, cache = _cached_log_probs(model, params, encoded, inputs, None,
+                                   jnp.zeros((batch,), jnp.int32), 0, max_len)
+  token = jnp.argmax(log_p, -1).astype(jnp.int32)
+  outputs = jnp.zeros((batch, max_len), jnp.int32).at[:, 0].set(token)
+
+  def cond(state):
+    i, _, done, _ = state
+    return (i < max_len) & ~jnp.all(done)
+
+  def body(state):
+    i, outputs, done, cache = state
+    log_p, cache = _cached_log_probs(model, params, encoded, inputs, cache,
+                                     outputs[:, i - 1], i, max_len)
+    token = jnp.where(done, 0, jnp.argmax(log_p, -1)).astype(jnp.int32)
+    return (i + 1, outputs.at[:, i].set(token), done | (token == EOS_ID),
+            cache)
+
+  return jax.lax.while_loop(cond, body,
+                            (1, outputs, token == EOS_ID, cache))[1]
+
+
 @functools.partial(jax.jit, static_argnums=(0, 3))
 def greedy_decode(model, params, inputs, max_len: int):
-  """[batch, max_len] argmax tokens; after EOS, padding (0)."""
+  """[batch, max_len] argmax tokens; after EOS, padding (0). No cache."""
   encoded = model.apply({"params": params}, inputs,
                         method=models.Transformer.encode)
   batch = inputs.shape[0]
@@ -61,11 +105,59 @@ def beam_candidates(scores, log_p, done):
   return (scores[..., None] + log_p).reshape(scores.shape[0], -1)
 
 
+def _advance_beams(i, log_p, outputs, scores, done):
+  """Keeps the k best extensions at position i; returns the new state and
+  which old beam each new one extends ([batch, k])."""
+  batch, k = scores.shape
+  cand = beam_candidates(scores, log_p.reshape(batch, k, -1), done)
+  scores, index = jax.lax.top_k(cand, k)
+  beam, token = index // log_p.shape[-1], index % log_p.shape[-1]
+  outputs = jnp.take_along_axis(outputs, beam[..., None], 1)
+  done = jnp.take_along_axis(done, beam, 1)
+  token = jnp.where(done, 0, token)
+  return (outputs.at[:, :, i].set(token), scores,
+          done | (token == EOS_ID)), beam
+
+
+def _start_beams(batch, k, max_len):
+  # Only beam 0 is live at first, so the k start beams are not duplicates.
+  scores = jnp.tile(jnp.array([0.0] + [models.NEG_INF] * (k - 1)), (batch, 1))
+  return (jnp.zeros((batch, k, max_len), jnp.int32), scores,
+          jnp.zeros((batch, k), bool))
+
+
+@functools.partial(jax.jit, static_argnums=(0, 3, 4))
+def beam_search_cached(model, params, inputs, max_len: int, beam_size: int):
+  """`beam_search` over the key/value cache: each step's new beams take the
+  cache rows of the beams they extend."""
+  batch, k = inputs.shape[0], beam_size
+  flat_inputs = jnp.repeat(inputs, k, axis=0)
+  encoded = model.apply({"params": params}, flat_inputs,
+                        method=models.Transformer.encode)
+
+  def step(i, state, cache, tokens):
+    log_p, cache = _cached_log_probs(model, params, encoded, flat_inputs,
+                                     cache, tokens, i, max_len)
+    state, beam = _advance_beams(i, log_p, *state)
+    rows = (beam + k * jnp.arange(batch)[:, None]).reshape(-1)
+    return state, jax.tree_util.tree_map(lambda a: a[rows], cache)
+
+  state = step(0, _start_beams(batch, k, max_len), None,
+               jnp.zeros((batch * k,), jnp.int32))
+
+  def body(i, carry):
+    state, cache = carry
+    return step(i, state, cache, state[0][:, :, i - 1].reshape(-1))
+
+  (outputs, scores, _), _ = jax.lax.fori_loop(1, max_len, body, state)
+  return outputs[:, 0], scores[:, 0]  # top_k sorts, best first.
+
+
 @functools.partial(jax.jit, static_argnums=(0, 3, 4))
 def beam_search(model, params, inputs, max_len: int, beam_size: int):
   """Best of `beam_size` beams by total log-probability (no length penalty).
 
-  Returns ([batch, max_len] tokens, [batch] log-probabilities).
+  Returns ([batch, max_len] tokens, [batch] log-probabilities). No cache.
   """
   batch, k = inputs.shape[0], beam_size
   flat_inputs = jnp.repeat(inputs, k, axis=0)
@@ -73,22 +165,12 @@ def beam_search(model, params, inputs, max_len: int, beam_size: int):
                         method=models.Transformer.encode)
 
   def body(i, state):
-    outputs, scores, done = state
     log_p = _step_log_probs(model, params, encoded, flat_inputs,
-                            outputs.reshape(batch * k, max_len), i)
-    cand = beam_candidates(scores, log_p.reshape(batch, k, -1), done)
-    scores, index = jax.lax.top_k(cand, k)
-    beam, token = index // log_p.shape[-1], index % log_p.shape[-1]
-    outputs = jnp.take_along_axis(outputs, beam[..., None], 1)
-    done = jnp.take_along_axis(done, beam, 1)
-    token = jnp.where(done, 0, token)
-    return outputs.at[:, :, i].set(token), scores, done | (token == EOS_ID)
+                            state[0].reshape(batch * k, max_len), i)
+    return _advance_beams(i, log_p, *state)[0]
 
-  # Only beam 0 is live at first, so the k start beams are not duplicates.
-  scores = jnp.tile(jnp.array([0.0] + [models.NEG_INF] * (k - 1)), (batch, 1))
-  state = (jnp.zeros((batch, k, max_len), jnp.int32), scores,
-           jnp.zeros((batch, k), bool))
-  outputs, scores, _ = jax.lax.fori_loop(0, max_len, body, state)
+  outputs, scores, _ = jax.lax.fori_loop(0, max_len, body,
+                                         _start_beams(batch, k, max_len))
   return outputs[:, 0], scores[:, 0]  # top_k sorts, best first.
 
 
@@ -101,10 +183,14 @@ def strip_eos(tokens: np.ndarray) -> List[List[int]]:
   return rows
 
 
-def predict(model, params, inputs, max_len: int, beam_size: int = 1):
+def predict(model, params, inputs, max_len: int, beam_size: int = 1,
+            cache: bool = True):
+  """[batch, max_len] tokens: greedy (beam_size 1) or the best beam."""
   if beam_size <= 1:
-    return np.asarray(greedy_decode(model, params, inputs, max_len))
-  return np.asarray(beam_search(model, params, inputs, max_len, beam_size)[0])
+    greedy = greedy_decode_cached if cache else greedy_decode
+    return np.asarray(greedy(model, params, inputs, max_len))
+  beam = beam_search_cached if cache else beam_search
+  return np.asarray(beam(model, params, inputs, max_len, beam_size)[0])
 
 
 def evaluate(model, params, task_name: str, split: str,

@@ -2,15 +2,18 @@
 
 Pre-layer-norm (RMSNorm), T5 bucketed relative position bias (one table per
 stack, shared by its layers), shared input/output embeddings, no biases.
-Decoding recomputes the whole decoder prefix each step (no cache): simple
-and cheap enough for the short outputs of SCAN-like tasks.
+`Transformer.decode_step` runs the decoder one position at a time over a
+key/value cache (flax's "cache" collection, as in the flax WMT example):
+each step attends to the cached keys and values of the positions before it,
+and the encoder output's keys and values are projected once, on step 0.
 """
 
 import dataclasses
 import functools
 import math
-from typing import Optional
+from typing import Any, Optional
 
+import flax
 import flax.linen as nn
 import gin
 import jax
@@ -74,9 +77,11 @@ class RelativePositionBias(nn.Module):
   bidirectional: bool
 
   @nn.compact
-  def __call__(self, qlen: int, klen: int):
+  def __call__(self, qlen: int, klen: int, offset=0):
+    """[1, heads, qlen, klen]; queries at positions offset + 0..qlen-1."""
     cfg = self.config
-    relative = jnp.arange(klen)[None, :] - jnp.arange(qlen)[:, None]
+    relative = (jnp.arange(klen)[None, :]
+                - (jnp.arange(qlen)[:, None] + offset))
     buckets = relative_position_bucket(relative, self.bidirectional,
                                        cfg.num_buckets, cfg.max_distance)
     table = self.param("rel_embedding", nn.initializers.normal(0.1),
@@ -91,16 +96,45 @@ class RMSNorm(nn.Module):
     return x * jax.lax.rsqrt(jnp.mean(x * x, -1, keepdims=True) + 1e-6) * scale
 
 
+@flax.struct.dataclass
+class Step:
+  """One decoding position: `index` (traced) of `length` (static)."""
+  index: Any
+  length: int = flax.struct.field(pytree_node=False)
+  cross: bool = flax.struct.field(pytree_node=False, default=False)
+
+
 class Attention(nn.Module):
   config: Seq2SeqConfig
 
   @nn.compact
-  def __call__(self, x, memory, mask, bias, deterministic: bool):
+  def __call__(self, x, memory, mask, bias, deterministic: bool,
+               step: Optional["Step"] = None):
+    """With `step` (one decoding position): self-attention appends x's key
+    and value to the cache and attends to positions <= step.index; cross
+    attention (step.cross) projects the memory on the first step only."""
     cfg = self.config
     shape = (cfg.num_heads, cfg.head_dim)
     q = nn.DenseGeneral(shape, use_bias=False, name="query")(x)
-    k = nn.DenseGeneral(shape, use_bias=False, name="key")(memory)
-    v = nn.DenseGeneral(shape, use_bias=False, name="value")(memory)
+    key = nn.DenseGeneral(shape, use_bias=False, name="key")
+    value = nn.DenseGeneral(shape, use_bias=False, name="value")
+    if step is None:
+      k, v = key(memory), value(memory)
+    elif step.cross:
+      k = self.variable("cache", "cached_key", key, memory).value
+      v = self.variable("cache", "cached_value", value, memory).value
+    else:
+      k, v = key(memory), value(memory)
+      full = (x.shape[0], step.length) + shape
+      cached_k = self.variable("cache", "cached_key", jnp.zeros, full,
+                               k.dtype)
+      cached_v = self.variable("cache", "cached_value", jnp.zeros, full,
+                               v.dtype)
+      at = (0, step.index, 0, 0)
+      cached_k.value = jax.lax.dynamic_update_slice(cached_k.value, k, at)
+      cached_v.value = jax.lax.dynamic_update_slice(cached_v.value, v, at)
+      k, v = cached_k.value, cached_v.value
+      mask = (jnp.arange(step.length) <= step.index)[None, None, None, :]
     logits = jnp.einsum("bqhd,bkhd->bhqk", q, k) / math.sqrt(cfg.head_dim)
     if bias is not None:
       logits = logits + bias
@@ -128,16 +162,17 @@ class Layer(nn.Module):
   cross: bool
 
   @nn.compact
-  def __call__(self, x, mask, bias, memory, memory_mask, deterministic):
+  def __call__(self, x, mask, bias, memory, memory_mask, deterministic,
+               step=None):
     drop = nn.Dropout(self.config.dropout)
     h = RMSNorm(name="self_norm")(x)
     x = x + drop(Attention(self.config, name="self_attention")(
-        h, h, mask, bias, deterministic), deterministic=deterministic)
+        h, h, mask, bias, deterministic, step), deterministic=deterministic)
     if self.cross:
       h = RMSNorm(name="cross_norm")(x)
       x = x + drop(Attention(self.config, name="cross_attention")(
-          h, memory, memory_mask, None, deterministic),
-                   deterministic=deterministic)
+          h, memory, memory_mask, None, deterministic,
+          step and step.replace(cross=True)), deterministic=deterministic)
     h = RMSNorm(name="mlp_norm")(x)
     return x + drop(Mlp(self.config, name="mlp")(h, deterministic),
                     deterministic=deterministic)
@@ -161,19 +196,23 @@ class Stack(nn.Module):
 
   @nn.compact
   def __call__(self, tokens, mask, memory=None, memory_mask=None,
-               deterministic=True):
+               deterministic=True, step=None):
+    """With `step`, tokens [batch, 1] sit at position step.index of
+    step.length (decoding with the cache)."""
     cfg = self.config
     drop = nn.Dropout(cfg.dropout)
     length = tokens.shape[1]
+    offset, keys = (0, length) if step is None else (step.index, step.length)
     x = self.embed(tokens)
     if cfg.absolute_positions:
-      x = x + sinusoids(length, cfg.d_model)[None]
+      x = x + jax.lax.dynamic_slice_in_dim(
+          jnp.asarray(sinusoids(keys, cfg.d_model)), offset, length)[None]
     x = drop(x, deterministic=deterministic)
     bias = RelativePositionBias(cfg, not self.cross, name="relpos")(
-        length, length)
+        length, keys, offset)
     for i in range(cfg.num_layers):
       x = Layer(cfg, self.cross, name=f"layer_{i}")(
-          x, mask, bias, memory, memory_mask, deterministic)
+          x, mask, bias, memory, memory_mask, deterministic, step)
     return drop(RMSNorm(name="final_norm")(x), deterministic=deterministic)
 
 
@@ -199,6 +238,15 @@ class Transformer(nn.Module):
     x = self.decoder(decoder_inputs, causal, encoded,
                      (inputs > 0)[:, None, None, :], deterministic)
     # Tied output layer, rescaled as in T5 1.0.
+    return self.embed.attend(x) / math.sqrt(self.config.d_model)
+
+  def decode_step(self, encoded, inputs, tokens, index, length: int):
+    """Logits [batch, 1, vocab] of the position after `tokens` [batch, 1]
+    (at position `index` of `length`), updating the "cache" collection:
+    apply with mutable=["cache"], an empty cache at index 0."""
+    step = Step(index, length)
+    x = self.decoder(tokens, None, encoded, (inputs > 0)[:, None, None, :],
+                     True, step)
     return self.embed.attend(x) / math.sqrt(self.config.d_model)
 
   def __call__(self, inputs, decoder_inputs, deterministic: bool = True):
