@@ -39,5 +39,9 @@ def main(args: argparse.Namespace) -> int:
 
 
 def register_configurables() -> None:
-  """FitConfig comes with JAX: only commands that fit import it."""
-  from csl_jax.model import train  # pylint: disable=g-import-not-at-top,unused-import
+  """FitConfig (CSL) and the seq2seq configs (pcfg_bt's reverse model) come
+  with JAX: only commands that use them import them."""
+  # pylint: disable=g-import-not-at-top,unused-import
+  from csl_jax.model import train
+  from csl_jax.seq2seq import models
+  from csl_jax.seq2seq import train as seq2seq_train

@@ -2,4 +2,5 @@
 
 from csl_jax.methods import csl
 from csl_jax.methods import geca
+from csl_jax.methods import pcfg_bt
 from csl_jax.methods.base import add, get, names

@@ -8,7 +8,7 @@ reference and for the speed comparison (BENCHMARKS.md, issue 13).
 """
 
 import functools
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Sequence, Tuple
 
 import jax
 import jax.numpy as jnp
@@ -191,6 +191,29 @@ def predict(model, params, inputs, max_len: int, beam_size: int = 1,
     return np.asarray(greedy(model, params, inputs, max_len))
   beam = beam_search_cached if cache else beam_search
   return np.asarray(beam(model, params, inputs, max_len, beam_size)[0])
+
+
+def translate(model, params, vocabulary, texts: Sequence[str],
+              max_input_len: int, max_target_len: int, batch_size: int = 64,
+              beam_size: int = 1) -> Tuple[List[str], int]:
+  """Decodes raw texts (e.g. backtranslation: sampled programs into
+  utterances), tokenized as the tasks do (`append_eos_after_trim`). Returns
+  the decoded texts and how many inputs were cut to max_input_len."""
+  n_dev = jax.local_device_count()
+  out, cut = [], 0
+  for start in range(0, len(texts), batch_size):
+    chunk = texts[start:start + batch_size]
+    inputs = np.zeros((len(chunk) + (-len(chunk) % n_dev), max_input_len),
+                      np.int32)
+    for j, text in enumerate(chunk):
+      ids = list(vocabulary.encode(text))
+      cut += len(ids) > max_input_len - 1
+      ids = ids[:max_input_len - 1] + [EOS_ID]
+      inputs[j, :len(ids)] = ids
+    tokens = strip_eos(predict(model, params, jnp.asarray(inputs),
+                               max_target_len, beam_size))
+    out += [vocabulary.decode(ids) for ids in tokens[:len(chunk)]]
+  return out, cut
 
 
 def evaluate(model, params, task_name: str, split: str,

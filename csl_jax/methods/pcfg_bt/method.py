@@ -1,0 +1,286 @@
+"""PCFG sampling of programs + backtranslation (Yao & Koller) as a method.
+
+Three stages under `RUN/pcfg_bt/`:
+  programs/        the PCFG over the output CFG (`distribution`: train =
+                   fractional counts over the parses of the training
+                   outputs, uniform = 1/k, test = counts on the run's test
+                   outputs, an oracle) and up to `num_samples` distinct
+                   sampled programs: `programs.txt`, `pcfg.json`.
+  reverse_model/   the Flax seq2seq trained output -> input on the run's
+                   training pairs (SeqIO task NAME_reversed).
+  backtranslate/   each program decoded into an utterance (beam
+                   `beam_size`): `candidates.tsv` (utterance<TAB>program).
+Importing this module is cheap; TF/JAX/Numba load when a stage runs.
+"""
+
+import dataclasses
+import hashlib
+import os
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+import gin
+
+from csl_jax import configs
+from csl_jax.errors import InputError
+from csl_jax.methods import base
+
+DISTRIBUTIONS = ("train", "uniform", "test")
+
+
+@gin.configurable(module="pcfg_bt")
+@dataclasses.dataclass(frozen=True)
+class PCFGBTConfig:
+  """Settings (Y&K App. B.2: 10k SCAN, 30k GeoQuery, 21k COGS programs).
+
+  Attributes:
+    grammar: the output CFG (`tasks/<dataset>/<file>.cfg` or a path).
+    distribution: train, uniform or test (the test one is an oracle upper
+      bound: it reads the run's test outputs).
+    num_samples: distinct programs to sample at most.
+    max_consecutive_duplicates: stop after this many draws in a row gave
+      nothing new (all of a finite language is then likely drawn).
+    max_depth: derivations deeper than this are rejected (a uniform PCFG
+      can be inconsistent: expected size infinite); None: no bound.
+    seed: the sampling seed.
+    beam_size: backtranslation beam (the paper: 4; 1 is greedy).
+    decode_batch_size: programs decoded per batch.
+  """
+  grammar: str = ""
+  distribution: str = "uniform"
+  num_samples: int = 10_000
+  max_consecutive_duplicates: int = 100_000
+  max_depth: Optional[int] = 64
+  seed: int = 0
+  beam_size: int = 4
+  decode_batch_size: int = 64
+
+  def __post_init__(self):
+    configs.check_types(self)
+    if self.distribution not in DISTRIBUTIONS:
+      raise InputError(f"pcfg_bt distribution {self.distribution!r}: one of "
+                       f"{', '.join(DISTRIBUTIONS)}")
+
+
+def _outputs(path: str) -> List[str]:
+  from csl_jax.data.tsv import read_tsv  # pylint: disable=g-import-not-at-top
+  return [y for _, y in read_tsv(path)]
+
+
+def sample_programs(out_dir: str, grammar: str, train: str,
+                    test: Optional[str], config: PCFGBTConfig
+                    ) -> Dict[str, Any]:
+  """The `programs` stage: estimate the PCFG, sample distinct programs."""
+  # pylint: disable=g-import-not-at-top
+  import numpy as np
+  from csl_jax.files import atomic_write_json, atomic_write_text
+  from csl_jax.pcfg import pcfg as pcfg_lib
+  from csl_jax.qcfg.output_cfg import load_output_cfg
+  # pylint: enable=g-import-not-at-top
+  cfg = load_output_cfg(grammar)
+  info: Dict[str, Any] = {}
+  if config.distribution == "uniform":
+    pcfg = pcfg_lib.uniform(cfg)
+  else:
+    source = train if config.distribution == "train" else test
+    pcfg, info = pcfg_lib.estimate(cfg, _outputs(source),
+                                   config.distribution)
+  programs, stats = pcfg_lib.sample_unique(
+      pcfg, config.num_samples, seed=config.seed,
+      max_consecutive_duplicates=config.max_consecutive_duplicates,
+      max_depth=config.max_depth)
+  os.makedirs(out_dir, exist_ok=True)
+  path = os.path.join(out_dir, "programs.txt")
+  atomic_write_text(path, "".join(p + "\n" for p in programs))
+  train_outputs = set(_outputs(train))
+  summary = {
+      "distribution": config.distribution,
+      "oracle": config.distribution == "test",
+      "criticality": float(pcfg_lib.criticality(pcfg)),
+      "num_programs": len(programs),
+      "new_programs": sum(p not in train_outputs for p in programs),
+      "average_length": float(np.mean([len(p.split()) for p in programs])
+                              if programs else 0.0),
+      "estimate": info, "sampling": stats, "programs": path}
+  atomic_write_json(os.path.join(out_dir, "pcfg.json"), summary)
+  return summary
+
+
+def _task(data_dir: str) -> str:
+  digest = hashlib.sha256(os.path.abspath(data_dir).encode()).hexdigest()
+  return f"pcfg_bt_{digest[:12]}"
+
+
+def train_reverse_model(out_dir: str, data_dir: str, model_config,
+                        train_config) -> Dict[str, Any]:
+  """The `reverse_model` stage: output -> input on the run's training pairs
+  (NAME_reversed)."""
+  # pylint: disable=g-import-not-at-top
+  import tasks
+  from csl_jax.seq2seq import train as train_lib
+  # pylint: enable=g-import-not-at-top
+  name = _task(data_dir)
+  names = tasks.register_dataset(name, data_dir, splits=("train",))
+  try:
+    metrics = train_lib.train(os.path.join(out_dir, "model"), names.reversed,
+                              model_config, train_config, progress=False)
+  finally:
+    tasks.unregister_dataset(name)
+  return {"model": os.path.join(out_dir, "model"), "steps": metrics["steps"],
+          "first_loss": metrics.get("first_loss"),
+          "final_loss": metrics.get("mean_last_loss")}
+
+
+def backtranslate(out_dir: str, programs_path: str, model_dir: str,
+                  data_dir: str, eval_part: Optional[str],
+                  config: PCFGBTConfig) -> Dict[str, Any]:
+  """The `backtranslate` stage: utterance<TAB>program candidates; with
+  `eval_part`, the reverse model's exact match on that part of the run (the
+  backtranslation quality of Y&K Table 8)."""
+  # pylint: disable=g-import-not-at-top
+  import tasks
+  from csl_jax.data.tsv import write_tsv
+  from csl_jax.seq2seq import decode
+  from csl_jax.seq2seq import input_pipeline
+  from csl_jax.seq2seq import train as train_lib
+  # pylint: enable=g-import-not-at-top
+  with open(programs_path, encoding="utf-8") as f:
+    programs = [line.rstrip("\n") for line in f if line.strip()]
+  model, params = train_lib.load_params(model_dir)
+  cfg = model.config
+  utterances, cut = decode.translate(
+      model, params, tasks.vocab.get_vocabulary(), programs,
+      cfg.max_input_len, cfg.max_target_len, config.decode_batch_size,
+      config.beam_size)
+  pairs = [(u, p) for u, p in zip(utterances, programs) if u.strip()]
+  os.makedirs(out_dir, exist_ok=True)
+  candidates = os.path.join(out_dir, "candidates.tsv")
+  write_tsv(candidates, pairs)
+  summary = {"candidates": candidates, "num_programs": len(programs),
+             "num_candidates": len(pairs),
+             "num_empty_utterances": len(programs) - len(pairs),
+             "num_programs_cut": cut, "beam_size": config.beam_size,
+             "preview": [f"{u}\t{p}" for u, p in pairs[:5]]}
+  if eval_part:
+    name = _task(data_dir)
+    names = tasks.register_dataset(name, data_dir, splits=(eval_part,))
+    try:
+      _, scores = decode.evaluate(
+          model, params, names.reversed, eval_part,
+          input_pipeline.lengths(cfg.max_input_len, cfg.max_target_len),
+          batch_size=config.decode_batch_size, beam_size=config.beam_size)
+    finally:
+      tasks.unregister_dataset(name)
+    summary["eval"] = {"part": eval_part, **scores}
+  return summary
+
+
+@gin.configurable(module="pcfg_bt")
+class PCFGBT:
+  """The pcfg_bt method.
+
+  Attributes:
+    config: sampling and decoding settings.
+    model_config, train_config: the reverse model's (default: the
+      `seq2seq.Seq2SeqConfig()` / `seq2seq.TrainConfig()` gin bindings).
+    eval_part: the run's part the `test` distribution counts on and the
+      reverse model is scored on (the report's backtranslation quality);
+      None: neither.
+  """
+  name = "pcfg_bt"
+
+  def __init__(self, config: Optional[PCFGBTConfig] = None,
+               model_config=None, train_config=None,
+               eval_part: Optional[str] = "test"):
+    self.config = config if config is not None else PCFGBTConfig()
+    self.model_config = model_config
+    self.train_config = train_config
+    self.eval_part = eval_part
+
+  def _seq2seq_configs(self):
+    # pylint: disable=g-import-not-at-top
+    from csl_jax.seq2seq import models
+    from csl_jax.seq2seq import train as train_lib
+    # pylint: enable=g-import-not-at-top
+    return (self.model_config or models.Seq2SeqConfig(),
+            self.train_config or train_lib.TrainConfig())
+
+  def stages(self, data: base.RunData, workdir: str) -> List[base.Stage]:
+    # pylint: disable=g-import-not-at-top
+    from csl_jax import assets
+    # pylint: enable=g-import-not-at-top
+    if not self.config.grammar:
+      raise InputError("pcfg_bt needs an output grammar: bind "
+                       "pcfg_bt.PCFGBTConfig.grammar (e.g. "
+                       "tasks/scan/actions.cfg)")
+    grammar = assets.resolve(self.config.grammar)
+    train = data.train
+    test = None
+    if self.config.distribution == "test":
+      test = data.splits.get(self.eval_part)
+      if not test:
+        raise InputError(f"pcfg_bt distribution 'test' needs the run's "
+                         f"{self.eval_part!r} part")
+    evaluate = data.splits.get(self.eval_part) if self.eval_part else None
+    sampling = configs.to_json(self.config)
+    for key in ("beam_size", "decode_batch_size", "grammar"):
+      sampling.pop(key)
+    programs_dir = os.path.join(workdir, "programs")
+    model_dir = os.path.join(workdir, "reverse_model")
+    model_config, train_config = self._seq2seq_configs()
+    return [
+        base.Stage("programs", [grammar, train] + ([test] if test else []),
+                   sampling,
+                   lambda d: sample_programs(d, grammar, train, test,
+                                             self.config)),
+        base.Stage("reverse_model", [train],
+                   {"model": configs.to_json(model_config),
+                    "train": configs.to_json(train_config)},
+                   lambda d: train_reverse_model(d, data.directory,
+                                                 model_config, train_config)),
+        base.Stage("backtranslate",
+                   [os.path.join(programs_dir, "programs.txt"),
+                    os.path.join(model_dir, "model", "config.json")] + (
+                        [evaluate] if evaluate else []),
+                   {"beam_size": self.config.beam_size,
+                    "decode_batch_size": self.config.decode_batch_size,
+                    "model_steps": train_config.num_steps,
+                    "eval_part": self.eval_part if evaluate else None},
+                   lambda d: backtranslate(
+                       d, os.path.join(programs_dir, "programs.txt"),
+                       os.path.join(model_dir, "model"), data.directory,
+                       self.eval_part if evaluate else None, self.config)),
+    ]
+
+  def report_rows(self, summaries: Mapping[str, dict]
+                  ) -> List[Tuple[str, str]]:
+    p, m, b = (summaries["programs"], summaries["reverse_model"],
+               summaries["backtranslate"])
+    label = p["distribution"] + (" (oracle)" if p["oracle"] else "")
+    rows = [
+        ("PCFG distribution / criticality",
+         f'{label} / {p["criticality"]:.3f}'),
+        ("PCFG programs sampled (new to training) / avg length",
+         f'{p["num_programs"]:,} ({p["new_programs"]:,}) / '
+         f'{p["average_length"]:.2f}'),
+        ("PCFG sampling stop / rejected over depth",
+         f'{p["sampling"].get("stopped_by")} / '
+         f'{p["sampling"].get("rejected", 0):,}'),
+        ("Reverse model steps / loss",
+         f'{m["steps"]:,} / {m["first_loss"] or 0:.3f} -> '
+         f'{m["final_loss"] or 0:.3f}'),
+    ]
+    if b.get("eval"):
+      rows.append((f'Backtranslation exact match on {b["eval"]["part"]} '
+                   f'(beam {b["beam_size"]})',
+                   f'{b["eval"]["exact_match"]:.1f}% of '
+                   f'{b["eval"]["num_examples"]:,}'))
+    rows += [
+        ("Backtranslated pairs (empty, inputs cut)",
+         f'{b["num_candidates"]:,} ({b["num_empty_utterances"]:,}, '
+         f'{b["num_programs_cut"]:,})'),
+    ]
+    rows += [("Backtranslation preview", x) for x in b.get("preview", [])[:3]]
+    return rows
+
+
+base.add(PCFGBT.name, PCFGBT)

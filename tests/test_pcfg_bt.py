@@ -1,0 +1,130 @@
+"""Method pcfg_bt: PCFG programs counted by hand, backtranslated candidates,
+per-stage caching. Tiny grammar, tiny reverse model; no network."""
+
+import os
+import shutil
+
+import pytest
+
+pytest.importorskip("tensorflow")
+
+# pylint: disable=g-import-not-at-top
+from csl_jax.errors import InputError
+from csl_jax.methods import base
+from csl_jax.methods.pcfg_bt import PCFGBT
+from csl_jax.methods.pcfg_bt import PCFGBTConfig
+from csl_jax.pipeline import cache
+from csl_jax.seq2seq import models
+from csl_jax.seq2seq import train as train_lib
+# pylint: enable=g-import-not-at-top
+
+# Language: 3 single actions and 9 pairs, 12 programs.
+GRAMMAR = "S -> V | V V\nV -> walk | jump | run\n"
+TRAIN = [("do walk", "walk"), ("do jump", "jump"),
+         ("do walk walk", "walk walk"), ("do jump walk", "jump walk")]
+TEST = [("do run", "run"), ("do run jump", "run jump")]
+MODEL = models.Seq2SeqConfig(d_model=16, num_heads=2, d_ff=32, num_layers=1,
+                             dropout=0.0, max_input_len=16, max_target_len=16)
+STEPS = train_lib.TrainConfig(batch_size=4, num_steps=6, warmup_steps=1,
+                              log_every=3, checkpoint_every=6)
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+  """(directory, run data); its workdir "w" is shared by the tests, so the
+  reverse model trains once."""
+  tmp_path = tmp_path_factory.mktemp("pcfg_bt")
+  data = tmp_path / "data"
+  data.mkdir()
+  for name, rows in (("train", TRAIN), ("test", TEST)):
+    (data / f"{name}.tsv").write_text(
+        "".join(f"{x}\t{y}\n" for x, y in rows), encoding="utf-8")
+  (tmp_path / "actions.cfg").write_text(GRAMMAR, encoding="utf-8")
+  splits = {s: str(data / f"{s}.tsv") for s in ("train", "test")}
+  return tmp_path, base.RunData(str(data), splits)
+
+
+def _run(method, run_data, workdir):
+  return {s.name: cache.run_stage(s, os.path.join(workdir, s.name))
+          for s in method.stages(run_data, workdir)}
+
+
+def _method(tmp_path, **kw):
+  kw = {"max_consecutive_duplicates": 2000, "beam_size": 2, **kw}
+  config = PCFGBTConfig(grammar=str(tmp_path / "actions.cfg"), **kw)
+  return PCFGBT(config, MODEL, STEPS)
+
+
+def _programs(summary):
+  with open(summary["programs"]["programs"], encoding="utf-8") as f:
+    return f.read().splitlines()
+
+
+def test_uniform_and_train_programs_by_hand(run):
+  tmp_path, run_data = run
+  workdir = str(tmp_path / "w")
+  uniform = _run(_method(tmp_path), run_data, workdir)
+  assert not any(s["cached"] for s in uniform.values())
+  acts = ["walk", "jump", "run"]
+  assert sorted(_programs(uniform)) == sorted(
+      acts + [f"{a} {b}" for a in acts for b in acts])
+  assert uniform["programs"]["new_programs"] == 12 - 4
+  # P_train: `run` never occurs in the training outputs, so its production
+  # has probability 0: the 2 + 4 programs over walk and jump.
+  trained = _run(_method(tmp_path, distribution="train"), run_data, workdir)
+  assert trained["reverse_model"]["cached"]  # Only the programs differ.
+  assert sorted(_programs(trained)) == sorted(
+      ["walk", "jump"] + [f"{a} {b}" for a in ("walk", "jump")
+                          for b in ("walk", "jump")])
+  # P_test (oracle): only the test outputs' productions.
+  oracle = _run(_method(tmp_path, distribution="test"), run_data, workdir)
+  assert oracle["programs"]["oracle"]
+  assert sorted(_programs(oracle)) == sorted(
+      ["run", "jump", "run run", "run jump", "jump run", "jump jump"])
+
+
+def test_candidates_pair_each_program_with_its_backtranslation(run):
+  tmp_path, run_data = run
+  summary = _run(_method(tmp_path), run_data, str(tmp_path / "w"))
+  bt = summary["backtranslate"]
+  with open(bt["candidates"], encoding="utf-8") as f:
+    rows = [line.split("\t") for line in f.read().splitlines()]
+  programs = _programs(summary)
+  assert bt["num_candidates"] + bt["num_empty_utterances"] == len(programs)
+  assert [p for _, p in rows] == [p for p in programs
+                                  if p in {q for _, q in rows}]
+  assert all(u.strip() for u, _ in rows) and bt["num_programs_cut"] == 0
+  assert summary["reverse_model"]["steps"] == STEPS.num_steps
+  # The reverse model scored on the run's test part (program -> utterance).
+  assert bt["eval"]["part"] == "test" and bt["eval"]["num_examples"] == 2
+  assert 0.0 <= bt["eval"]["exact_match"] <= 100.0
+  labels = [label for label, _ in _method(tmp_path).report_rows(summary)]
+  assert "Backtranslated pairs (empty, inputs cut)" in labels
+  assert "Backtranslation exact match on test (beam 2)" in labels
+
+
+def test_only_changed_stages_rerun(run):
+  tmp_path, run_data = run
+  workdir = str(tmp_path / "c")
+  _run(_method(tmp_path), run_data, str(tmp_path / "w"))  # trained once
+  shutil.copytree(tmp_path / "w", workdir)
+  again = _run(_method(tmp_path), run_data, workdir)
+  assert all(s["cached"] for s in again.values())
+  beam = _run(_method(tmp_path, beam_size=1), run_data, workdir)
+  assert [n for n, s in beam.items() if not s["cached"]] == ["backtranslate"]
+  seed = _run(_method(tmp_path, beam_size=1, seed=3), run_data, workdir)
+  assert [n for n, s in seed.items() if not s["cached"]] == [
+      "programs", "backtranslate"]
+
+
+def test_bad_settings_are_clear_errors(run):
+  tmp_path, run_data = run
+  with pytest.raises(InputError, match="distribution"):
+    PCFGBTConfig(grammar="x.cfg", distribution="zipf")
+  with pytest.raises(InputError, match="needs an output grammar"):
+    PCFGBT(PCFGBTConfig()).stages(run_data, str(tmp_path / "x"))
+  no_test = base.RunData(run_data.directory, {"train": run_data.train})
+  with pytest.raises(InputError, match="'test' part"):
+    _method(tmp_path, distribution="test").stages(no_test,
+                                                   str(tmp_path / "y"))
+  assert "pcfg_bt" in base.names()
