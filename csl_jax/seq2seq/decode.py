@@ -15,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 import seqio
 
+from csl_jax import progress as progress_lib
 from csl_jax.seq2seq import models
 
 EOS_ID = 1
@@ -195,13 +196,16 @@ def predict(model, params, inputs, max_len: int, beam_size: int = 1,
 
 def translate(model, params, vocabulary, texts: Sequence[str],
               max_input_len: int, max_target_len: int, batch_size: int = 64,
-              beam_size: int = 1) -> Tuple[List[str], int]:
+              beam_size: int = 1, progress: bool = False
+              ) -> Tuple[List[str], int]:
   """Decodes raw texts (e.g. backtranslation: sampled programs into
   utterances), tokenized as the tasks do (`append_eos_after_trim`). Returns
   the decoded texts and how many inputs were cut to max_input_len."""
   n_dev = jax.local_device_count()
   out, cut = [], 0
-  for start in range(0, len(texts), batch_size):
+  for start in progress_lib.progress(range(0, len(texts), batch_size),
+                                     disable=not progress, desc="decode",
+                                     unit="batch"):
     chunk = texts[start:start + batch_size]
     inputs = np.zeros((len(chunk) + (-len(chunk) % n_dev), max_input_len),
                       np.int32)

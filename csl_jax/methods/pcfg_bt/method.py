@@ -122,7 +122,7 @@ def train_reverse_model(out_dir: str, data_dir: str, model_config,
   names = tasks.register_dataset(name, data_dir, splits=("train",))
   try:
     metrics = train_lib.train(os.path.join(out_dir, "model"), names.reversed,
-                              model_config, train_config, progress=False)
+                              model_config, train_config)
   finally:
     tasks.unregister_dataset(name)
   return {"model": os.path.join(out_dir, "model"), "steps": metrics["steps"],
@@ -150,7 +150,7 @@ def backtranslate(out_dir: str, programs_path: str, model_dir: str,
   utterances, cut = decode.translate(
       model, params, tasks.vocab.get_vocabulary(), programs,
       cfg.max_input_len, cfg.max_target_len, config.decode_batch_size,
-      config.beam_size)
+      config.beam_size, progress=True)
   pairs = [(u, p) for u, p in zip(utterances, programs) if u.strip()]
   os.makedirs(out_dir, exist_ok=True)
   candidates = os.path.join(out_dir, "candidates.tsv")
