@@ -128,3 +128,7 @@ def test_bad_settings_are_clear_errors(run):
     _method(tmp_path, distribution="test").stages(no_test,
                                                    str(tmp_path / "y"))
   assert "pcfg_bt" in base.names()
+  for distribution in ("train", "uniform", "test"):
+    method = base.get(f"pcfg_bt_{distribution}")
+    assert method.name == f"pcfg_bt_{distribution}"
+    assert method.config.distribution == distribution
