@@ -1,14 +1,14 @@
-"""Exact-match metric and its postprocessor for the SeqIO tasks.
+"""Exact-match and BLEU metrics and the postprocessor for the SeqIO tasks.
 
-`normalize` and `exact_match` are `csl_jax.evaluation`'s, re-exported so
-that every method reports the same number.
+`normalize`, `exact_match` and `bleu` are `csl_jax.evaluation`'s,
+re-exported so that every method reports the same number.
 """
 
 from typing import Any, Union
 
-from csl_jax.evaluation import exact_match, normalize
+from csl_jax.evaluation import bleu, exact_match, normalize
 
-__all__ = ["exact_match", "normalize", "strip_text"]
+__all__ = ["bleu", "exact_match", "normalize", "strip_text"]
 
 
 def strip_text(output: Union[str, bytes], example: Any = None,

@@ -1,6 +1,7 @@
 """The shared exact match (csl_jax/evaluation.py), the CSL breakdown in
 percentages, and the shared TensorBoard writer (csl_jax/summaries.py)."""
 
+import math
 import os
 
 import pytest
@@ -59,3 +60,21 @@ def test_writer_writes_event_files(tmp_path):
   assert plots.read_scalars(directory, "eval/loss") == [(2, 0.5), (3, 0.25)]
   assert plots.read_scalars(directory, "eval/accuracy") == [
       (2, pytest.approx(0.9))]
+
+
+def test_bleu_by_hand():
+  ref = "the cat sat on the mat"
+  assert evaluation.bleu([ref], [ref]) == {"bleu": pytest.approx(100.0)}
+  # 5 of 5 unigrams, 3 of 4 bigrams, 2 of 3 trigrams, 1 of 2 4-grams match;
+  # 5 tokens for 6: brevity penalty exp(1 - 6/5).
+  want = 100 * (1 * 3 / 4 * 2 / 3 * 1 / 2) ** 0.25 * math.exp(1 - 6 / 5)
+  got = evaluation.bleu([ref], ["the cat sat on mat"])["bleu"]
+  assert got == pytest.approx(want) and round(got, 2) == 57.89
+  # Clipping: "the" counts once; no bigram matches, so 0 without smoothing.
+  assert evaluation.bleu(["the cat"], ["the the the the"]) == {"bleu": 0.0}
+  # Corpus level: counts add over sentences before the precisions.
+  pair = evaluation.bleu([ref, "a b c d"], ["the cat sat on mat", "a b c d"])
+  want = 100 * (9 / 9 * 6 / 7 * 4 / 5 * 2 / 3) ** 0.25 * math.exp(1 - 10 / 9)
+  assert pair["bleu"] == pytest.approx(want)
+  with pytest.raises(ValueError):
+    evaluation.bleu(["a"], [])

@@ -49,6 +49,12 @@ def _run(method, run_data, workdir):
           for s in method.stages(run_data, workdir)}
 
 
+def _run_programs(method, run_data, workdir):
+  """Only the `programs` stage (the others do not depend on the PCFG)."""
+  stage = method.stages(run_data, workdir)[0]
+  return {"programs": cache.run_stage(stage, os.path.join(workdir, "p"))}
+
+
 def _method(tmp_path, **kw):
   kw = {"max_consecutive_duplicates": 2000, "beam_size": 2, **kw}
   config = PCFGBTConfig(grammar=str(tmp_path / "actions.cfg"), **kw)
@@ -71,13 +77,14 @@ def test_uniform_and_train_programs_by_hand(run):
   assert uniform["programs"]["new_programs"] == 12 - 4
   # P_train: `run` never occurs in the training outputs, so its production
   # has probability 0: the 2 + 4 programs over walk and jump.
-  trained = _run(_method(tmp_path, distribution="train"), run_data, workdir)
-  assert trained["reverse_model"]["cached"]  # Only the programs differ.
+  trained = _run_programs(_method(tmp_path, distribution="train"), run_data,
+                         workdir)
   assert sorted(_programs(trained)) == sorted(
       ["walk", "jump"] + [f"{a} {b}" for a in ("walk", "jump")
                           for b in ("walk", "jump")])
   # P_test (oracle): only the test outputs' productions.
-  oracle = _run(_method(tmp_path, distribution="test"), run_data, workdir)
+  oracle = _run_programs(_method(tmp_path, distribution="test"), run_data,
+                        workdir)
   assert oracle["programs"]["oracle"]
   assert sorted(_programs(oracle)) == sorted(
       ["run", "jump", "run run", "run jump", "jump run", "jump jump"])
@@ -98,9 +105,10 @@ def test_candidates_pair_each_program_with_its_backtranslation(run):
   # The reverse model scored on the run's test part (program -> utterance).
   assert bt["eval"]["part"] == "test" and bt["eval"]["num_examples"] == 2
   assert 0.0 <= bt["eval"]["exact_match"] <= 100.0
+  assert 0.0 <= bt["eval"]["bleu"] <= 100.0
   labels = [label for label, _ in _method(tmp_path).report_rows(summary)]
   assert "Backtranslated pairs (empty, inputs cut)" in labels
-  assert "Backtranslation exact match on test (beam 2)" in labels
+  assert "Backtranslation exact match / BLEU on test (beam 2)" in labels
 
 
 def test_only_changed_stages_rerun(run):

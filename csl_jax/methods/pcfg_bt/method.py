@@ -135,8 +135,8 @@ def backtranslate(out_dir: str, programs_path: str, model_dir: str,
                   data_dir: str, eval_part: Optional[str],
                   config: PCFGBTConfig) -> Dict[str, Any]:
   """The `backtranslate` stage: utterance<TAB>program candidates; with
-  `eval_part`, the reverse model's exact match on that part of the run (the
-  backtranslation quality of Y&K Table 8)."""
+  `eval_part`, the reverse model's exact match and BLEU on that part of the
+  run (the backtranslation quality of Y&K Table 8)."""
   # pylint: disable=g-import-not-at-top
   import tasks
   from csl_jax.data.tsv import write_tsv
@@ -163,7 +163,9 @@ def backtranslate(out_dir: str, programs_path: str, model_dir: str,
              "preview": [f"{u}\t{p}" for u, p in pairs[:5]]}
   if eval_part:
     name = _task(data_dir)
-    names = tasks.register_dataset(name, data_dir, splits=(eval_part,))
+    names = tasks.register_dataset(
+        name, data_dir, splits=(eval_part,),
+        metric_fns=(tasks.metrics.exact_match, tasks.metrics.bleu))
     try:
       _, scores = decode.evaluate(
           model, params, names.reversed, eval_part,
@@ -271,9 +273,10 @@ class PCFGBT:
          f'{m["final_loss"] or 0:.3f}'),
     ]
     if b.get("eval"):
-      rows.append((f'Backtranslation exact match on {b["eval"]["part"]} '
-                   f'(beam {b["beam_size"]})',
-                   f'{b["eval"]["exact_match"]:.1f}% of '
+      rows.append((f'Backtranslation exact match / BLEU on '
+                   f'{b["eval"]["part"]} (beam {b["beam_size"]})',
+                   f'{b["eval"]["exact_match"]:.1f}% / '
+                   f'{b["eval"]["bleu"]:.1f} of '
                    f'{b["eval"]["num_examples"]:,}'))
     rows += [
         ("Backtranslated pairs (empty, inputs cut)",
