@@ -39,9 +39,8 @@ def main(args: argparse.Namespace) -> int:
 
 
 def register_configurables() -> None:
-  """FitConfig (CSL) and the seq2seq configs (pcfg_bt's reverse model) come
-  with JAX: only commands that use them import them."""
+  """FitConfig comes with JAX: only commands that fit import it. The
+  seq2seq configs (pcfg_bt's reverse model) are light."""
   # pylint: disable=g-import-not-at-top,unused-import
   from csl_jax.model import train
-  from csl_jax.seq2seq import models
-  from csl_jax.seq2seq import train as seq2seq_train
+  from csl_jax.seq2seq import config

@@ -8,48 +8,19 @@ each step attends to the cached keys and values of the positions before it,
 and the encoder output's keys and values are projected once, on step 0.
 """
 
-import dataclasses
 import functools
 import math
 from typing import Any, Optional
 
 import flax
 import flax.linen as nn
-import gin
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from csl_jax import configs
+from csl_jax.seq2seq.config import Seq2SeqConfig  # pylint: disable=unused-import
 
 NEG_INF = -1e9
-
-
-@gin.configurable(module="seq2seq")
-@dataclasses.dataclass(frozen=True)
-class Seq2SeqConfig:
-  """Model sizes; vocab_size 0 means "take it from the task vocabulary"."""
-  vocab_size: int = 0
-  d_model: int = 128
-  num_heads: int = 4
-  d_ff: int = 512
-  num_layers: int = 2  # Encoder and decoder each.
-  dropout: float = 0.1
-  num_buckets: int = 32
-  max_distance: int = 128
-  max_input_len: int = 64
-  max_target_len: int = 64
-  # Sinusoidal absolute positions added to the embeddings (Vaswani et al.,
-  # 2017) on top of the relative bias. T5 has none; they help where the
-  # output length must be counted out (SCAN's `around ... thrice`).
-  absolute_positions: bool = False
-
-  @property
-  def head_dim(self) -> int:
-    return self.d_model // self.num_heads
-
-  def __post_init__(self):
-    configs.check_types(self)
 
 
 def relative_position_bucket(relative_position, bidirectional: bool = True,

@@ -22,7 +22,6 @@ from typing import Any, Dict, Optional
 
 from absl import logging
 from flax.training import train_state
-import gin
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -31,36 +30,15 @@ import orbax.checkpoint as ocp
 import seqio
 import tensorflow as tf
 
-from csl_jax import configs
 from csl_jax import progress as progress_lib
 from csl_jax.errors import InputError
 from csl_jax.files import atomic_write_json
 from csl_jax.seq2seq import input_pipeline
 from csl_jax.seq2seq import models
+from csl_jax.seq2seq.config import TrainConfig  # pylint: disable=unused-import
 from csl_jax.summaries import TensorBoardWriter
 
 CONFIG_FILE = "config.json"
-
-
-@gin.configurable(module="seq2seq")
-@dataclasses.dataclass(frozen=True)
-class TrainConfig:
-  batch_size: int = 64
-  num_steps: int = 2000
-  learning_rate: float = 1e-3
-  warmup_steps: int = 100
-  weight_decay: float = 0.01
-  seed: int = 0
-  log_every: int = 50
-  checkpoint_every: int = 500
-  eval_split: Optional[str] = None  # Loss on it at each checkpoint.
-  # Batches of similar target length, trimmed to multiples of this width
-  # (0: every batch padded to the full lengths). SCAN's targets vary from
-  # 1 to 48 tokens, so padding every batch to 48 wastes most of the compute.
-  bucket_width: int = 16
-
-  def __post_init__(self):
-    configs.check_types(self)
 
 
 def make_mesh():

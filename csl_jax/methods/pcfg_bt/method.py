@@ -200,12 +200,9 @@ class PCFGBT:
     self.eval_part = eval_part
 
   def _seq2seq_configs(self):
-    # pylint: disable=g-import-not-at-top
-    from csl_jax.seq2seq import models
-    from csl_jax.seq2seq import train as train_lib
-    # pylint: enable=g-import-not-at-top
-    return (self.model_config or models.Seq2SeqConfig(),
-            self.train_config or train_lib.TrainConfig())
+    from csl_jax.seq2seq import config  # pylint: disable=g-import-not-at-top
+    return (self.model_config or config.Seq2SeqConfig(),
+            self.train_config or config.TrainConfig())
 
   def stages(self, data: base.RunData, workdir: str) -> List[base.Stage]:
     # pylint: disable=g-import-not-at-top

@@ -1,0 +1,61 @@
+"""The seq2seq model's and trainer's settings (gin: `seq2seq.*`).
+
+Apart from `models.py` and `train.py` so that a command can register the
+gin configurables without importing JAX, Flax and TensorFlow (the
+pipeline's `augment` binds them for pcfg_bt's reverse model).
+"""
+
+import dataclasses
+from typing import Optional
+
+import gin
+
+from csl_jax import configs
+
+
+@gin.configurable(module="seq2seq")
+@dataclasses.dataclass(frozen=True)
+class Seq2SeqConfig:
+  """Model sizes; vocab_size 0 means "take it from the task vocabulary"."""
+  vocab_size: int = 0
+  d_model: int = 128
+  num_heads: int = 4
+  d_ff: int = 512
+  num_layers: int = 2  # Encoder and decoder each.
+  dropout: float = 0.1
+  num_buckets: int = 32
+  max_distance: int = 128
+  max_input_len: int = 64
+  max_target_len: int = 64
+  # Sinusoidal absolute positions added to the embeddings (Vaswani et al.,
+  # 2017) on top of the relative bias. T5 has none; they help where the
+  # output length must be counted out (SCAN's `around ... thrice`).
+  absolute_positions: bool = False
+
+  @property
+  def head_dim(self) -> int:
+    return self.d_model // self.num_heads
+
+  def __post_init__(self):
+    configs.check_types(self)
+
+
+@gin.configurable(module="seq2seq")
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+  batch_size: int = 64
+  num_steps: int = 2000
+  learning_rate: float = 1e-3
+  warmup_steps: int = 100
+  weight_decay: float = 0.01
+  seed: int = 0
+  log_every: int = 50
+  checkpoint_every: int = 500
+  eval_split: Optional[str] = None  # Loss on it at each checkpoint.
+  # Batches of similar target length, trimmed to multiples of this width
+  # (0: every batch padded to the full lengths). SCAN's targets vary from
+  # 1 to 48 tokens, so padding every batch to 48 wastes most of the compute.
+  bucket_width: int = 16
+
+  def __post_init__(self):
+    configs.check_types(self)
