@@ -125,6 +125,18 @@ def test_only_changed_stages_rerun(run):
       "programs", "backtranslate"]
 
 
+def test_another_vocabulary_retrains_the_reverse_model(run, monkeypatch):
+  tmp_path, run_data = run
+  before = {s.name: s.config for s in _method(tmp_path).stages(
+      run_data, str(tmp_path / "v"))}
+  monkeypatch.setenv("CSL_JAX_EXTRA_IDS", "3")
+  after = {s.name: s.config for s in _method(tmp_path).stages(
+      run_data, str(tmp_path / "v"))}
+  assert before["programs"] == after["programs"]
+  assert before["reverse_model"] != after["reverse_model"]
+  assert before["backtranslate"] != after["backtranslate"]
+
+
 def test_bad_settings_are_clear_errors(run):
   tmp_path, run_data = run
   with pytest.raises(InputError, match="distribution"):

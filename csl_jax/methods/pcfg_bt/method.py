@@ -106,6 +106,23 @@ def sample_programs(out_dir: str, grammar: str, train: str,
   return summary
 
 
+def _vocabulary_key() -> Dict[str, Any]:
+  """What identifies the tasks' vocabulary (`tasks.vocab.get_vocabulary`:
+  arguments, gin or environment), for the stage keys: the reverse model
+  and its decoding depend on it."""
+  # pylint: disable=g-import-not-at-top
+  import tasks
+  import tensorflow as tf
+  # pylint: enable=g-import-not-at-top
+  vocab = tasks.vocab.get_vocabulary()
+  key = {"type": type(vocab).__name__, "vocab_size": vocab.vocab_size}
+  path = getattr(vocab, "sentencepiece_model_file", None)
+  if path:
+    with tf.io.gfile.GFile(path, "rb") as f:
+      key["sentencepiece_sha256"] = hashlib.sha256(f.read()).hexdigest()
+  return key
+
+
 def _task(data_dir: str) -> str:
   digest = hashlib.sha256(os.path.abspath(data_dir).encode()).hexdigest()
   return f"pcfg_bt_{digest[:12]}"
@@ -227,6 +244,7 @@ class PCFGBT:
     programs_dir = os.path.join(workdir, "programs")
     model_dir = os.path.join(workdir, "reverse_model")
     model_config, train_config = self._seq2seq_configs()
+    vocabulary = _vocabulary_key()
     return [
         base.Stage("programs", [grammar, train] + ([test] if test else []),
                    sampling,
@@ -234,7 +252,8 @@ class PCFGBT:
                                              self.config)),
         base.Stage("reverse_model", [train],
                    {"model": configs.to_json(model_config),
-                    "train": configs.to_json(train_config)},
+                    "train": configs.to_json(train_config),
+                    "vocabulary": vocabulary},
                    lambda d: train_reverse_model(d, data.directory,
                                                  model_config, train_config)),
         base.Stage("backtranslate",
@@ -242,7 +261,7 @@ class PCFGBT:
                     os.path.join(model_dir, "model", "config.json")] + (
                         [evaluate] if evaluate else []),
                    {"beam_size": self.config.beam_size,
-                    "decode_batch_size": self.config.decode_batch_size,
+                    "vocabulary": vocabulary,
                     "model_steps": train_config.num_steps,
                     "eval_part": self.eval_part if evaluate else None},
                    lambda d: backtranslate(
