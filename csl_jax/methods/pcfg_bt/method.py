@@ -13,6 +13,7 @@ Three stages under `RUN/pcfg_bt/`:
 Importing this module is cheap; TF/JAX/Numba load when a stage runs.
 """
 
+import contextlib
 import dataclasses
 import functools
 import hashlib
@@ -78,13 +79,14 @@ def sample_programs(out_dir: str, grammar: str, train: str,
   from csl_jax.qcfg.output_cfg import load_output_cfg
   # pylint: enable=g-import-not-at-top
   cfg = load_output_cfg(grammar)
+  train_outputs = _outputs(train)
   info: Dict[str, Any] = {}
   if config.distribution == "uniform":
     pcfg = pcfg_lib.uniform(cfg)
   else:
-    source = train if config.distribution == "train" else test
-    pcfg, info = pcfg_lib.estimate(cfg, _outputs(source),
-                                   config.distribution)
+    outputs = (train_outputs if config.distribution == "train"
+               else _outputs(test))
+    pcfg, info = pcfg_lib.estimate(cfg, outputs, config.distribution)
   programs, stats = pcfg_lib.sample_unique(
       pcfg, config.num_samples, seed=config.seed,
       max_consecutive_duplicates=config.max_consecutive_duplicates,
@@ -92,13 +94,13 @@ def sample_programs(out_dir: str, grammar: str, train: str,
   os.makedirs(out_dir, exist_ok=True)
   path = os.path.join(out_dir, "programs.txt")
   atomic_write_text(path, "".join(p + "\n" for p in programs))
-  train_outputs = set(_outputs(train))
+  seen = set(train_outputs)
   summary = {
       "distribution": config.distribution,
       "oracle": config.distribution == "test",
       "criticality": float(pcfg_lib.criticality(pcfg)),
       "num_programs": len(programs),
-      "new_programs": sum(p not in train_outputs for p in programs),
+      "new_programs": sum(p not in seen for p in programs),
       "average_length": float(np.mean([len(p.split()) for p in programs])
                               if programs else 0.0),
       "estimate": info, "sampling": stats, "programs": path}
@@ -123,26 +125,27 @@ def _vocabulary_key() -> Dict[str, Any]:
   return key
 
 
-def _task(data_dir: str) -> str:
+@contextlib.contextmanager
+def _registered(data_dir: str, splits, **kwargs):
+  """The run's data as a SeqIO dataset (NAME, NAME_reversed, ...) for the
+  duration of the block; yields the registered names."""
+  import tasks  # pylint: disable=g-import-not-at-top
   digest = hashlib.sha256(os.path.abspath(data_dir).encode()).hexdigest()
-  return f"pcfg_bt_{digest[:12]}"
+  name = f"pcfg_bt_{digest[:12]}"
+  try:
+    yield tasks.register_dataset(name, data_dir, splits=splits, **kwargs)
+  finally:
+    tasks.unregister_dataset(name)
 
 
 def train_reverse_model(out_dir: str, data_dir: str, model_config,
                         train_config) -> Dict[str, Any]:
   """The `reverse_model` stage: output -> input on the run's training pairs
   (NAME_reversed)."""
-  # pylint: disable=g-import-not-at-top
-  import tasks
-  from csl_jax.seq2seq import train as train_lib
-  # pylint: enable=g-import-not-at-top
-  name = _task(data_dir)
-  names = tasks.register_dataset(name, data_dir, splits=("train",))
-  try:
+  from csl_jax.seq2seq import train as train_lib  # pylint: disable=g-import-not-at-top
+  with _registered(data_dir, ("train",)) as names:
     metrics = train_lib.train(os.path.join(out_dir, "model"), names.reversed,
                               model_config, train_config)
-  finally:
-    tasks.unregister_dataset(name)
   return {"model": os.path.join(out_dir, "model"), "steps": metrics["steps"],
           "first_loss": metrics.get("first_loss"),
           "final_loss": metrics.get("mean_last_loss")}
@@ -179,17 +182,12 @@ def backtranslate(out_dir: str, programs_path: str, model_dir: str,
              "num_programs_cut": cut, "beam_size": config.beam_size,
              "preview": [f"{u}\t{p}" for u, p in pairs[:5]]}
   if eval_part:
-    name = _task(data_dir)
-    names = tasks.register_dataset(
-        name, data_dir, splits=(eval_part,),
-        metric_fns=(tasks.metrics.exact_match, tasks.metrics.bleu))
-    try:
+    with _registered(data_dir, (eval_part,), metric_fns=(
+        tasks.metrics.exact_match, tasks.metrics.bleu)) as names:
       _, scores = decode.evaluate(
           model, params, names.reversed, eval_part,
           input_pipeline.lengths(cfg.max_input_len, cfg.max_target_len),
           batch_size=config.decode_batch_size, beam_size=config.beam_size)
-    finally:
-      tasks.unregister_dataset(name)
     summary["eval"] = {"part": eval_part, **scores}
   return summary
 
