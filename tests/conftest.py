@@ -4,7 +4,10 @@ import atexit
 import importlib.util
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
+import time
 
 import pytest
 
@@ -39,6 +42,44 @@ os.environ["JAX_COMPILATION_CACHE_DIR"] = os.environ[_SESSION_CACHE]
 os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
 
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def pytest_configure(config):
+  """Under `-n N` (N >= 2), xdist's controller compiles the numba kernels
+  before the workers start: csl_jax.testing.numba_warmup's parts side by
+  side, so no two processes compile the same kernel (each kernel is cached
+  on disk and loaded by every later process)."""
+  workers = getattr(config.option, "numprocesses", 0) or 0
+  if os.environ.get("PYTEST_XDIST_WORKER") or workers < 2:
+    return
+  from csl_jax.testing import numba_warmup  # pylint: disable=g-import-not-at-top
+  start = time.time()
+  procs = [subprocess.Popen(
+      [sys.executable, "-m", "csl_jax.testing.numba_warmup", part],
+      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+           for part in numba_warmup.PARTS]
+  for part, proc in zip(numba_warmup.PARTS, procs):
+    _, err = proc.communicate()
+    if proc.returncode:  # the tests that use these kernels will say why
+      print(f"numba warm-up part {part!r} failed:\n{err[-2000:]}",
+            file=sys.stderr)
+  print(f"numba warm-up: {time.time() - start:.0f} s", file=sys.stderr)
+
+
+# The files that take longest, longest first (warm times: BENCHMARKS.md
+# "Issue 10 -> Test suite"); the rest follow in their usual order. Under
+# `--dist loadfile` a worker takes whole files in this order, so no long
+# file starts last and keeps one worker busy after the other is done.
+_LONGEST_FIRST = ("test_seq2seq.py", "test_augment.py", "test_experiment.py",
+                  "test_pcfg_bt.py", "test_fit_resume.py", "test_inside.py",
+                  "test_seqio_methods.py", "test_seqio_tasks.py",
+                  "test_rule_shapes.py", "test_model_cli.py", "test_unify.py",
+                  "test_qcfg_cky.py")
+
+
+def pytest_collection_modifyitems(items):
+  rank = {name: i for i, name in enumerate(_LONGEST_FIRST)}
+  items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
 
 
 def pytest_xdist_auto_num_workers(config):

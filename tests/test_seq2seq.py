@@ -76,7 +76,9 @@ def test_relative_position_bucket_matches_twin(bidirectional):
 def test_forward_matches_twin(twin_model):
   model, params, inputs = twin_model
   dec = np.random.RandomState(1).randint(0, TWIN.vocab_size, (4, 5))
-  got = model.apply({"params": params}, jnp.asarray(inputs), jnp.asarray(dec))
+  # Jitted: one compilation, not one per primitive.
+  got = jax.jit(model.apply)({"params": params}, jnp.asarray(inputs),
+                             jnp.asarray(dec))
   np.testing.assert_allclose(np.asarray(got),
                              models_reference.forward(params, TWIN, inputs,
                                                       dec),
@@ -89,8 +91,8 @@ def test_absolute_positions_match_twin(twin_model):
   model = models.Transformer(cfg)
   outputs = np.random.RandomState(1).randint(0, cfg.vocab_size,
                                              (4, cfg.max_target_len))
-  got = model.apply({"params": params}, jnp.asarray(inputs),
-                    jnp.asarray(outputs))
+  got = jax.jit(model.apply)({"params": params}, jnp.asarray(inputs),
+                             jnp.asarray(outputs))
   want = models_reference.forward(params, cfg, inputs, outputs)
   np.testing.assert_allclose(np.asarray(got), want, rtol=1e-4, atol=1e-4)
   plain = models_reference.forward(params, TWIN, inputs, outputs)
