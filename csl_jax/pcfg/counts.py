@@ -18,6 +18,8 @@ from typing import NamedTuple, Optional, Sequence, Tuple
 import numba
 import numpy as np
 
+from csl_jax import numba_cache  # noqa: F401  pylint: disable=unused-import
+
 
 class CFGTables(NamedTuple):
   """A CFG as arrays: categories 0..C-1; a symbol code >= 0 is a category,

@@ -9,6 +9,8 @@ string for every occurrence of one NT) makes it a substring. The twin is
 import numba
 import numpy as np
 
+from csl_jax import numba_cache  # noqa: F401  pylint: disable=unused-import
+
 
 @numba.njit(cache=True)
 def _occurs_at(tokens, start, pattern, first, bind_start, bind_len, pos,

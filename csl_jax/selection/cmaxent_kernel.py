@@ -29,6 +29,8 @@ swap-with-last) and takes the greedy pick among that template's queries
 import numba
 import numpy as np
 
+from csl_jax import numba_cache  # noqa: F401  pylint: disable=unused-import
+
 
 @numba.njit(cache=True, inline="always")
 def _g(x):
