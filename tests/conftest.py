@@ -66,22 +66,6 @@ def pytest_configure(config):
   print(f"numba warm-up: {time.time() - start:.0f} s", file=sys.stderr)
 
 
-# The files that take longest, longest first (warm times: BENCHMARKS.md
-# "Issue 10 -> Test suite"); the rest follow in their usual order. Under
-# `--dist loadfile` a worker takes whole files in this order, so no long
-# file starts last and keeps one worker busy after the other is done.
-_LONGEST_FIRST = ("test_seq2seq.py", "test_augment.py", "test_experiment.py",
-                  "test_pcfg_bt.py", "test_fit_resume.py", "test_inside.py",
-                  "test_seqio_methods.py", "test_seqio_tasks.py",
-                  "test_rule_shapes.py", "test_model_cli.py", "test_unify.py",
-                  "test_qcfg_cky.py")
-
-
-def pytest_collection_modifyitems(items):
-  rank = {name: i for i, name in enumerate(_LONGEST_FIRST)}
-  items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
-
-
 def pytest_xdist_auto_num_workers(config):
   """`-n auto`: one worker per core, at most 8 (each loads TF and JAX)."""
   del config
