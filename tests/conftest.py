@@ -52,6 +52,8 @@ def pytest_configure(config):
   workers = getattr(config.option, "numprocesses", 0) or 0
   if os.environ.get("PYTEST_XDIST_WORKER") or workers < 2:
     return
+  if not all(os.path.isdir(a) for a in config.args):
+    return  # some files only: they compile what they use
   from csl_jax.testing import numba_warmup  # pylint: disable=g-import-not-at-top
   start = time.time()
   procs = [subprocess.Popen(
