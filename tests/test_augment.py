@@ -27,13 +27,13 @@ SHORT = ["--gin.CSL.num_samples=2000", "--gin.FitConfig.num_steps=40",
 
 @pytest.fixture(scope="module")
 def small_scan(tmp_path_factory):
-  """600 addprim_jump training pairs (with `jump` alone) and 60 test pairs,
+  """300 addprim_jump training pairs (with `jump` alone) and 60 test pairs,
   as a `--dataset tsv` directory: the whole pipeline in seconds."""
   train, test = scan.make_split("addprim_jump")
   rng = random.Random(0)
   d = tmp_path_factory.mktemp("small_scan")
   tsv.write_tsv(str(d / "train.tsv"),
-                rng.sample([e for e in train if e.input != "jump"], 600) +
+                rng.sample([e for e in train if e.input != "jump"], 300) +
                 [tsv.Example("jump", "I_JUMP")])
   tsv.write_tsv(str(d / "test.tsv"), rng.sample(test, 60))
   return str(d)
