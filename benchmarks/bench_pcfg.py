@@ -72,6 +72,7 @@ def _scan_language(cfg):
 
 def _split_rows(cfg, split, train, test, args):
   train_y = [e.output for e in train]
+  train_set = set(train_y)
   test_y = [e.output for e in test]
   test_set = set(test_y)
   test_bigrams = _bigrams(test_y)
@@ -84,14 +85,14 @@ def _split_rows(cfg, split, train, test, args):
                        / len(train_y),
                        "bigram_cov": len(test_bigrams & _bigrams(train_y))
                        / len(test_bigrams),
-                       "instance_cov": sum(y in set(train_y)
+                       "instance_cov": sum(y in train_set
                                            for y in test_y) / len(test_y)}}
   for name, (model, info) in models.items():
     tick = time.time()
     sample, stats = pcfg.sample_unique(model, args.num, seed=0,
                                        max_depth=args.max_depth)
     seconds = time.time() - tick
-    pool = set(sample) | set(train_y)  # augmented training outputs
+    pool = set(sample) | train_set  # augmented training outputs
     rows[name] = {
         "productions_used": int((model.probs > 0).sum()),
         "unparsed": info.get("num_unparsed", 0),

@@ -21,8 +21,7 @@ except ImportError:  # not POSIX: numba's own, unlocked saves
   fcntl = None
 from numba.core import caching
 
-_NEEDED = ("_load_index", "_save_index", "_save_data", "_data_name",
-           "_index_path")
+_NEEDED = ("_load_index", "_save_index", "_save_data", "_data_name")
 
 
 @contextlib.contextmanager
@@ -55,7 +54,7 @@ def install() -> bool:
   cache_file = caching.IndexDataCacheFile
   if cache_file.save is _save:
     return True
-  if fcntl is None or not all(hasattr(cache_file, n) for n in _NEEDED[:-1]):
+  if fcntl is None or not all(hasattr(cache_file, n) for n in _NEEDED):
     return False
   cache_file.save = _save
   return True

@@ -8,7 +8,7 @@ import pytest
 from csl_jax.sampling import sampler
 from csl_jax.sampling.sample_reference import pair_distribution
 from csl_jax.qcfg.output_cfg import parse_output_cfg
-from csl_jax.testing.models import TOY_RULES, random_model
+from csl_jax.testing.models import TOY_OUTPUT_CFG, TOY_RULES, random_model
 
 RULES = TOY_RULES
 
@@ -78,7 +78,7 @@ def test_dedup_and_output_cfg_rejection_are_bounded():
   assert 0 < got.stats["cfg_rejection_rate"] < 1
 
 
-CFG = parse_output_cfg("Q -> A | A A | A B\nA -> W\nB -> R\n")
+CFG = parse_output_cfg(TOY_OUTPUT_CFG)
 
 
 def test_target_options_by_hand():

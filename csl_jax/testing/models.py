@@ -15,6 +15,8 @@ NT_1 and NT_2 ### NT_1 NT_2
 walk ### W
 run ### R
 """)
+# An output CFG of TOY_RULES' outputs (text for parse_output_cfg).
+TOY_OUTPUT_CFG = "Q -> A | A A | A B\nA -> W\nB -> R\n"
 
 
 def random_model(rules: Sequence[Rule], seed: int = 0, num_states: int = 2,

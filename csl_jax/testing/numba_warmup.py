@@ -20,8 +20,6 @@ from csl_jax.data import tsv
 
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
-# An output CFG of models.TOY_RULES' outputs (as in tests/test_sampling.py).
-_TOY_CFG = "Q -> A | A A | A B\nA -> W\nB -> R\n"
 
 
 def _scan_sample(num: int):
@@ -47,7 +45,7 @@ def _induction(workdir: str) -> None:
       ["InductionConfig.num_partitions = 1", "InductionConfig.max_steps = 1"])
   induce.induce(os.path.join(workdir, "induce"), train)
   forest.parse_source(encode_qcfg(models.TOY_RULES), "walk twice and run")
-  parse_output_cfg(_TOY_CFG).recognizes(["W", "R"])
+  parse_output_cfg(models.TOY_OUTPUT_CFG).recognizes(["W", "R"])
 
 
 def _models(workdir: str) -> None:
@@ -66,7 +64,7 @@ def _models(workdir: str) -> None:
   model = models.random_model(models.TOY_RULES, 0, 2)
   model.parse(["walk twice and run", "run"])
   model.parse(["walk twice and run"], k=3)
-  cfg = parse_output_cfg(_TOY_CFG)
+  cfg = parse_output_cfg(models.TOY_OUTPUT_CFG)
   sampler.sample(model, 50, sampler.SampleConfig(max_depth=3))
   sampler.sample(model, 50, sampler.SampleConfig(max_depth=3), output_cfg=cfg)
   pairs = [tsv.Example(x, y) for x, y in toy_language.sentences()]
