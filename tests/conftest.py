@@ -16,7 +16,12 @@ import pytest
 # pod, and no test needs a fresh process to get there.
 os.environ["XLA_FLAGS"] = " ".join(filter(None, [
     os.environ.get("XLA_FLAGS"),
-    "--xla_force_host_platform_device_count=2"]))
+    "--xla_force_host_platform_device_count=2",
+    # The suite's programs run on tiny data: compiling them is most of their
+    # cost, and unoptimized CPU code compiles a third faster (BENCHMARKS.md
+    # "Issue 10 → Test suite").
+    "--xla_backend_optimization_level=0",
+    "--xla_llvm_disable_expensive_passes=true"]))
 
 # Under `-n auto` the cores are shared out by worker: one thread each for
 # XLA, TensorFlow and BLAS, instead of every worker's pools fighting over all

@@ -6,6 +6,7 @@ greedy decoding and beam search. No network, CPU is enough.
 """
 
 import dataclasses
+import functools
 import itertools
 import json
 import math
@@ -134,16 +135,20 @@ def test_cached_step_logits_match_the_full_decoder(twin_model):
     model = models.transformer(cfg)
     dec = np.random.RandomState(2).randint(0, cfg.vocab_size,
                                            (4, cfg.max_target_len))
-    full = np.asarray(model.apply({"params": params}, jnp.asarray(inputs),
-                                  jnp.asarray(dec)))
-    encoded = model.apply({"params": params}, jnp.asarray(inputs),
-                          method=models.Transformer.encode)
+    # Jitted (eager, each primitive compiles on its own); the position is a
+    # traced argument, as in the decoders' loops.
+    full = np.asarray(jax.jit(model.apply)(
+        {"params": params}, jnp.asarray(inputs), jnp.asarray(dec)))
+    encoded = jax.jit(functools.partial(
+        model.apply, method=models.Transformer.encode))(
+            {"params": params}, jnp.asarray(inputs))
+    step = jax.jit(lambda v, tokens, i, m=model, n=cfg.max_target_len:
+                   m.apply(v, encoded, jnp.asarray(inputs), tokens, i, n,
+                           method=models.Transformer.decode_step,
+                           mutable=["cache"]))
     variables = {"params": params}
     for i in range(cfg.max_target_len):
-      logits, cache = model.apply(
-          variables, encoded, jnp.asarray(inputs), jnp.asarray(dec[:, i:i + 1]),
-          i, cfg.max_target_len, method=models.Transformer.decode_step,
-          mutable=["cache"])
+      logits, cache = step(variables, jnp.asarray(dec[:, i:i + 1]), i)
       variables = {"params": params, **cache}
       np.testing.assert_allclose(np.asarray(logits)[:, 0], full[:, i],
                                  rtol=1e-4, atol=1e-4)

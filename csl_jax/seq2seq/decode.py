@@ -194,6 +194,14 @@ def predict(model, params, inputs, max_len: int, beam_size: int = 1,
   return np.asarray(beam(model, params, inputs, max_len, beam_size)[0])
 
 
+def _batch_rows(total: int, batch_size: int) -> int:
+  """Rows of every decoding batch: the last, partial, one is padded to the
+  others' size (one compiled decoder per call, not two), and all divide
+  over the local devices."""
+  rows = max(min(batch_size, total), 1)
+  return rows + (-rows % jax.local_device_count())
+
+
 def translate(model, params, vocabulary, texts: Sequence[str],
               max_input_len: int, max_target_len: int, batch_size: int = 64,
               beam_size: int = 1, progress: bool = False
@@ -201,14 +209,13 @@ def translate(model, params, vocabulary, texts: Sequence[str],
   """Decodes raw texts (e.g. backtranslation: sampled programs into
   utterances), tokenized as the tasks do (`append_eos_after_trim`). Returns
   the decoded texts and how many inputs were cut to max_input_len."""
-  n_dev = jax.local_device_count()
+  rows = _batch_rows(len(texts), batch_size)
   out, cut = [], 0
   for start in progress_lib.progress(range(0, len(texts), batch_size),
                                      disable=not progress, desc="decode",
                                      unit="batch"):
     chunk = texts[start:start + batch_size]
-    inputs = np.zeros((len(chunk) + (-len(chunk) % n_dev), max_input_len),
-                      np.int32)
+    inputs = np.zeros((rows, max_input_len), np.int32)
     for j, text in enumerate(chunk):
       ids = list(vocabulary.encode(text))
       cut += len(ids) > max_input_len - 1
@@ -234,11 +241,10 @@ def evaluate(model, params, task_name: str, split: str,
                         shuffle=False, num_epochs=1)
   examples = list(ds.as_numpy_iterator())
   rows, targets, predictions = [], [], []
-  n_dev = jax.local_device_count()
+  batch_rows = _batch_rows(len(examples), batch_size)
   for start in range(0, len(examples), batch_size):
     chunk = examples[start:start + batch_size]
-    inputs = np.zeros((len(chunk) + (-len(chunk) % n_dev),
-                       feature_lengths["inputs"]), np.int32)
+    inputs = np.zeros((batch_rows, feature_lengths["inputs"]), np.int32)
     for j, ex in enumerate(chunk):
       inputs[j, :len(ex["inputs"])] = ex["inputs"]
     tokens = strip_eos(predict(model, params, jnp.asarray(inputs),
