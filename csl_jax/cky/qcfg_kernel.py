@@ -13,7 +13,7 @@ The pure-Python twin is `qcfg_reference.py`; tests cross-check the two.
 import numba
 import numpy as np
 
-from csl_jax import numba_cache  # noqa: F401  pylint: disable=unused-import
+from csl_jax import numba_fixes  # noqa: F401  pylint: disable=unused-import
 
 _BIG = np.int64(1) << 40
 

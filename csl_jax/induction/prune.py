@@ -14,7 +14,7 @@ import numpy as np
 from csl_jax.cky import forest as forest_lib
 from csl_jax.cky.grammar_arrays import encode_qcfg
 from csl_jax.qcfg.rules import Rule, format_rule
-from csl_jax import numba_cache  # noqa: F401  pylint: disable=unused-import
+from csl_jax import numba_fixes  # noqa: F401  pylint: disable=unused-import
 
 
 @numba.njit(cache=True)

@@ -15,7 +15,7 @@ import numba
 import numpy as np
 
 from csl_jax.cky.forest import ForestBatch
-from csl_jax import numba_cache  # noqa: F401  pylint: disable=unused-import
+from csl_jax import numba_fixes  # noqa: F401  pylint: disable=unused-import
 
 
 @dataclasses.dataclass(frozen=True)

@@ -38,7 +38,7 @@ from csl_jax.cky import qcfg_kernel
 from csl_jax.cky.grammar_arrays import QCFGArrays
 from csl_jax.errors import InputError
 from csl_jax.model.contexts import ROOT
-from csl_jax import numba_cache  # noqa: F401  pylint: disable=unused-import
+from csl_jax import numba_fixes  # noqa: F401  pylint: disable=unused-import
 
 DEFAULT_MAX_UNARY_CHAIN = 3
 DEFAULT_CFG_K = 16

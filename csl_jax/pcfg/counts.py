@@ -18,7 +18,7 @@ from typing import NamedTuple, Optional, Sequence, Tuple
 import numba
 import numpy as np
 
-from csl_jax import numba_cache  # noqa: F401  pylint: disable=unused-import
+from csl_jax import numba_fixes  # noqa: F401  pylint: disable=unused-import
 
 
 class CFGTables(NamedTuple):

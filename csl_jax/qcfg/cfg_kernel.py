@@ -21,7 +21,7 @@ from typing import List, NamedTuple, Sequence, Tuple
 import numba
 import numpy as np
 
-from csl_jax import numba_cache  # noqa: F401  pylint: disable=unused-import
+from csl_jax import numba_fixes  # noqa: F401  pylint: disable=unused-import
 
 UNKNOWN_TERMINAL = -1
 

@@ -9,7 +9,7 @@ string for every occurrence of one NT) makes it a substring. The twin is
 import numba
 import numpy as np
 
-from csl_jax import numba_cache  # noqa: F401  pylint: disable=unused-import
+from csl_jax import numba_fixes  # noqa: F401  pylint: disable=unused-import
 
 
 @numba.njit(cache=True)

@@ -20,7 +20,7 @@ import numpy as np
 
 from csl_jax.qcfg.output_cfg import OutputCFG
 from csl_jax.qcfg.rules import Rule, nt_index
-from csl_jax import numba_cache  # noqa: F401  pylint: disable=unused-import
+from csl_jax import numba_fixes  # noqa: F401  pylint: disable=unused-import
 
 Assignment = Tuple[Tuple[int, str], ...]  # sorted (target position, category)
 

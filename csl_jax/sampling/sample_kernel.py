@@ -9,7 +9,7 @@ target NT copying its child's output. The twin is `sample_reference.py`.
 import numba
 import numpy as np
 
-from csl_jax import numba_cache  # noqa: F401  pylint: disable=unused-import
+from csl_jax import numba_fixes  # noqa: F401  pylint: disable=unused-import
 
 
 @numba.njit(cache=True)

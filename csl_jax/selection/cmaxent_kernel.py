@@ -29,7 +29,7 @@ swap-with-last) and takes the greedy pick among that template's queries
 import numba
 import numpy as np
 
-from csl_jax import numba_cache  # noqa: F401  pylint: disable=unused-import
+from csl_jax import numba_fixes  # noqa: F401  pylint: disable=unused-import
 
 
 @numba.njit(cache=True, inline="always")

@@ -31,7 +31,8 @@ def _scan_sample(num: int):
 
 def _induction(workdir: str) -> None:
   """QCFG induction with the SCAN config (pair forests, derivability,
-  occurrence counts, pruning), source charts, output-CFG categories."""
+  occurrence counts, pruning), source charts, output-CFG categories, the
+  Viterbi parser."""
   import gin  # pylint: disable=g-import-not-at-top
   from csl_jax.cky import forest  # pylint: disable=g-import-not-at-top
   from csl_jax.cky.grammar_arrays import encode_qcfg  # pylint: disable=g-import-not-at-top
@@ -46,11 +47,15 @@ def _induction(workdir: str) -> None:
   induce.induce(os.path.join(workdir, "induce"), train)
   forest.parse_source(encode_qcfg(models.TOY_RULES), "walk twice and run")
   parse_output_cfg(models.TOY_OUTPUT_CFG).recognizes(["W", "R"])
+  # Here, not in `_models`: it shares the source chart, and evens the parts.
+  model = models.random_model(models.TOY_RULES, 0, 2)
+  model.parse(["walk twice and run", "run"])
+  model.parse(["walk twice and run"], k=3)
 
 
 def _models(workdir: str) -> None:
-  """The Viterbi parser, sampling (plain and intersected with an output
-  CFG), GECA, CMaxEnt / UAT selection and PCFG counts."""
+  """Sampling (plain and intersected with an output CFG), GECA, CMaxEnt /
+  UAT selection and PCFG counts."""
   del workdir
   from csl_jax.methods.geca import augment as geca  # pylint: disable=g-import-not-at-top
   from csl_jax.methods.geca import config as geca_config  # pylint: disable=g-import-not-at-top
@@ -62,8 +67,6 @@ def _models(workdir: str) -> None:
   from csl_jax.testing import toy_language  # pylint: disable=g-import-not-at-top
 
   model = models.random_model(models.TOY_RULES, 0, 2)
-  model.parse(["walk twice and run", "run"])
-  model.parse(["walk twice and run"], k=3)
   cfg = parse_output_cfg(models.TOY_OUTPUT_CFG)
   sampler.sample(model, 50, sampler.SampleConfig(max_depth=3))
   sampler.sample(model, 50, sampler.SampleConfig(max_depth=3), output_cfg=cfg)

@@ -13,7 +13,7 @@ rebuilds both. The pure-Python twin is `kernel_reference.py` (same names).
 import numba
 import numpy as np
 
-from csl_jax import numba_cache  # noqa: F401  pylint: disable=unused-import
+from csl_jax import numba_fixes  # noqa: F401  pylint: disable=unused-import
 
 SEP = 0
 SPAN_END = -100   # closes a span in a fragment's hash

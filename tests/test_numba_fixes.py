@@ -1,12 +1,18 @@
-"""csl_jax.numba_cache: kernel cache saves that concurrent processes cannot
-mix up (each signature's index entry names its own complete file)."""
+"""csl_jax.numba_fixes: kernel cache saves that concurrent processes cannot
+mix up (each signature's index entry names its own complete file), and slice
+assignments that still check shapes with the cheap error."""
 
 import os
 import subprocess
 import sys
 import textwrap
 
-from csl_jax import numba_cache
+import numba
+import numpy as np
+import pytest
+
+from csl_jax.numba_fixes import cache
+from csl_jax.numba_fixes import slice_errors
 
 # One cached kernel, compiled for one dtype per process; a mixed-up cache
 # returns the other dtype's sum (or crashes).
@@ -14,7 +20,7 @@ _MODULE = textwrap.dedent("""\
     import sys
     import numba
     import numpy as np
-    from csl_jax import numba_cache
+    from csl_jax import numba_fixes
 
     @numba.njit(cache=True)
     def total(a):
@@ -32,7 +38,21 @@ _DTYPES = ("int16", "int32", "int64", "float64")
 
 
 def test_installed_on_this_numba():
-  assert numba_cache.install()
+  assert cache.install()
+  assert slice_errors.install()
+
+
+@numba.njit
+def _assign(out, src, lo, hi):
+  out[lo:hi] = src
+  return out
+
+
+def test_slice_assignment_still_copies_and_checks_shapes():
+  out = _assign(np.zeros((4, 2)), np.arange(4.0).reshape(2, 2), 1, 3)
+  np.testing.assert_array_equal(out, [[0, 0], [0, 1], [2, 3], [0, 0]])
+  with pytest.raises(ValueError, match=slice_errors.MESSAGE):
+    _assign(np.zeros((4, 2)), np.ones((3, 2)), 1, 3)
 
 
 def test_processes_compiling_at_once_keep_each_signature_apart(tmp_path):
