@@ -11,13 +11,23 @@ Usage:
   python benchmarks/bench_pcfg.py --dataset geoquery \
       --data_dir ../shared/data/geoquery --splits template_1 length \
       --num 30000 --max_depth 20
+  python benchmarks/bench_pcfg.py --dataset cogs --data_dir ../shared/data/cogs \
+      --splits gen --num 21000 --max_depth 20 --output_cfg tasks/cogs/typed.cfg \
+      --eval_part gen
+
+COGS rows also give the share of samples that are a COGS logical form's
+(`csl_jax.data.cogs.is_valid_varfree`: converted to an LF and back) and
+the share that tasks/cogs/typed.cfg accepts (well-typed). Perplexity is over
+the test outputs the grammar derives (those it does not are counted).
 """
 
 import argparse
 import json
+import math
 import time
 
 from csl_jax import assets
+from csl_jax.data import cogs
 from csl_jax.data import registry
 from csl_jax.data import scan
 from csl_jax.pcfg import counts
@@ -43,14 +53,20 @@ def main():
   # A derivation-depth cap for grammars that are not subcritical under
   # 1/k weights (GeoQuery's funql.cfg: 1.011); None: no cap.
   parser.add_argument("--max_depth", type=int, default=None)
+  # Another grammar than the dataset's (e.g. tasks/cogs/typed.cfg).
+  parser.add_argument("--output_cfg", default=None)
+  # The part P_test is estimated on and the coverage is of (COGS: gen, as
+  # Y&K Table 5).
+  parser.add_argument("--eval_part", default="test")
   args = parser.parse_args()
   dataset = registry.get(args.dataset)
-  cfg = load_output_cfg(assets.resolve(dataset.output_cfg))
+  cfg = load_output_cfg(assets.resolve(args.output_cfg or
+                                       dataset.output_cfg))
   if args.dataset == "scan":
     _scan_language(cfg)
   for split in args.splits:
     parts = dataset.load(split, args.data_dir, {})
-    _split_rows(cfg, split, parts["train"], parts["test"], args)
+    _split_rows(cfg, split, parts["train"], parts[args.eval_part], args)
 
 
 def _scan_language(cfg):
@@ -76,6 +92,9 @@ def _split_rows(cfg, split, train, test, args):
   test_y = [e.output for e in test]
   test_set = set(test_y)
   test_bigrams = _bigrams(test_y)
+  in_grammar = [y for y in test_y if cfg.recognizes(y.split())]
+  typed = (load_output_cfg(assets.resolve("tasks/cogs/typed.cfg"))
+           if args.dataset == "cogs" else None)
   tick = time.time()
   models = {"train": pcfg.estimate(cfg, train_y, "train"),
             "uniform": (pcfg.uniform(cfg), {}),
@@ -104,8 +123,16 @@ def _split_rows(cfg, split, train, test, args):
         "bigram_cov": len(test_bigrams & _bigrams(pool)) / len(test_bigrams),
         "instance_cov": sum(y in pool for y in test_y) / len(test_y),
         "sample_instance_cov": len(test_set & set(sample)) / len(test_set),
-        "test_perplexity": pcfg.perplexity(model, test_y),
+        "test_outside_grammar": len(test_y) - len(in_grammar),
+        "test_zero_probability": sum(pcfg.log_prob(model, y) == -math.inf
+                                     for y in in_grammar),
+        "test_perplexity": pcfg.perplexity(model, in_grammar),
         "criticality": pcfg.criticality(model)}
+    if args.dataset == "cogs":
+      rows[name]["valid_lf"] = (sum(map(cogs.is_valid_varfree, sample))
+                                / max(len(sample), 1))
+      rows[name]["well_typed"] = (sum(typed.recognizes(y.split())
+                                      for y in sample) / max(len(sample), 1))
   print(json.dumps({"split": split, "train": len(train), "test": len(test),
                     "estimate_seconds": round(estimate_seconds, 2),
                     "rows": rows}))

@@ -211,6 +211,29 @@ def _write(path, text):
   return str(path)
 
 
+@pytest.mark.parametrize("varfree,valid", [
+    ("need ( agent = * girl , xcomp = cook ( agent = * girl ) )", True),
+    ("give ( agent = Camila , theme = cake ( nmod . in = storage ) , "
+     "recipient = Emma )", True),
+    ("touch", True),  # a primitive row
+    ("Layla", True),
+    # The control subject must repeat the controller.
+    ("need ( agent = * girl , xcomp = cook ( agent = Emma ) )", False),
+    ("walk ( agent = * Emma )", False),  # a definite name
+    ("* Emma", False),
+    ("* cake ( nmod . in = box )", False),  # no event at the root
+    ("walk ( agent = Emma", False),  # unbalanced
+    ("walk ( agent = Emma ) )", False),
+])
+def test_is_valid_varfree(varfree, valid):
+  assert cogs.is_valid_varfree(varfree) == valid
+
+
+def test_every_example_output_is_valid():
+  for sentence, _, varfree in CASES:
+    assert cogs.is_valid_varfree(varfree), (sentence, varfree)
+
+
 def test_load_cogs_two_and_three_columns(tmp_path):
   s, lf, _ = CASES[0]
   path = _write(tmp_path / "x.tsv", f"{s}\t{lf}\tin_distribution\nroll\t"

@@ -35,6 +35,12 @@ def cogs():
                                       "varfree.cfg"))
 
 
+@pytest.fixture(scope="module")
+def cogs_typed():
+  return load_output_cfg(os.path.join(_REPO_ROOT, "tasks", "cogs",
+                                      "typed.cfg"))
+
+
 def _slots(text):
   """Tokens, is_slot and slot ids of a target such as `NT_1 ( NT_2 )`."""
   tokens = text.split()
@@ -212,6 +218,30 @@ def test_cogs_recognizes_real_outputs(cogs, text):
 @pytest.mark.parametrize("text", COGS_JUNK)
 def test_cogs_rejects_junk(cogs, text):
   assert not cogs.recognizes(text.split())
+
+
+# Well-formed but ill-typed: varfree.cfg accepts them, typed.cfg must not.
+COGS_ILL_TYPED = [
+    "cake ( agent = Emma )",  # a noun as a verb
+    "Emma ( agent = Liam )",  # a name as a verb
+    "eat ( agent = Emma , theme = sleep )",  # a verb as a noun
+    "cook ( agent = Emma , theme = cake , recipient = dog )",  # no dative
+    "sleep ( agent = Emma , ccomp = run ( agent = Liam ) )",  # no ccomp
+    # A control complement has an agent only.
+    "need ( agent = * girl , xcomp = eat ( agent = * girl , theme = cake ) )",
+]
+
+
+@pytest.mark.parametrize("text", COGS_REAL)
+def test_cogs_typed_recognizes_real_outputs(cogs_typed, text):
+  assert cogs_typed.recognizes(text.split())
+
+
+@pytest.mark.parametrize("text", COGS_JUNK + COGS_ILL_TYPED)
+def test_cogs_typed_rejects_junk_and_ill_typed(cogs, cogs_typed, text):
+  assert not cogs_typed.recognizes(text.split())
+  if text in COGS_ILL_TYPED:
+    assert cogs.recognizes(text.split())  # only the typing rules it out
 
 
 def test_cogs_one_primitive_category(cogs):

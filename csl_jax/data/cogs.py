@@ -545,6 +545,28 @@ def from_varfree(varfree: str, sentence: str) -> str:
   return _emit(root)
 
 
+def is_valid_varfree(varfree: str) -> bool:
+  """Whether a variable-free form is a COGS logical form's: it converts to
+  one (over the sentence of its own nouns, names and verbs in English word
+  order, which is what the conversion reads indices from) and back to
+  itself. For programs without a sentence, e.g. sampled from a PCFG. A bare
+  word without `*` (a primitive row) is valid."""
+  try:
+    t = _Tokens(varfree, "variable-free form")
+    root = _parse_node(t)
+    if not t.done():
+      return False
+    if not root.children:
+      return not root.definite
+    if not root.is_event:
+      return False
+    _check_node(root, varfree)
+    sentence = " ".join(n.label for n in _linearize(root))
+    return to_varfree(from_varfree(varfree, sentence), sentence) == varfree
+  except InputError:
+    return False
+
+
 def convert_examples(in_path: str,
                      primitives: str = "word") -> List[tsv.Example]:
   """`(sentence, varfree)` for every line of a COGS TSV.
