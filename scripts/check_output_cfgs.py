@@ -3,7 +3,9 @@
 Usage: python3 scripts/check_output_cfgs.py [--data_dir D] [--show N]
 
 D (default: <repo>/../shared/data) holds geoquery/ and cogs_varfree/. The
-grammars are tasks/geoquery/funql.cfg and tasks/cogs/varfree.cfg. For each
+grammars are tasks/geoquery/funql.cfg, tasks/cogs/varfree.cfg and
+tasks/cogs/typed.cfg (which must also reject well-formed but ill-typed
+outputs). For each
 data file this reports how many outputs the grammar recognizes (from its
 start category) and the time taken. A failing output that contains a token
 the grammar has no terminal for is an out-of-lexicon failure (COGS: words in
@@ -30,6 +32,7 @@ from csl_jax.qcfg.output_cfg import OutputCFG, load_output_cfg
 DEFAULT_DATA_DIR = os.path.join(_REPO_ROOT, "..", "shared", "data")
 GEOQUERY_CFG = os.path.join(_REPO_ROOT, "tasks", "geoquery", "funql.cfg")
 COGS_CFG = os.path.join(_REPO_ROOT, "tasks", "cogs", "varfree.cfg")
+COGS_TYPED_CFG = os.path.join(_REPO_ROOT, "tasks", "cogs", "typed.cfg")
 
 GEOQUERY_FILES = ["all.tsv"] + [
     f"{split}/{part}.tsv"
@@ -80,6 +83,16 @@ COGS_JUNK = [
     "eat ( agent = Emma theme = cake )",
     "cake ( nmod . in = box )",  # an entity is no whole output
     "eat ( agent = hedgehogz )",  # not a word of the lexicon
+]
+
+# Well-formed, so varfree.cfg takes them; typed.cfg must not.
+COGS_ILL_TYPED = [
+    "cake ( agent = Emma )",  # a noun as a verb
+    "Emma ( agent = Liam )",  # a name as a verb
+    "eat ( agent = Emma , theme = sleep )",  # a verb as a noun
+    "cook ( agent = Emma , theme = cake , recipient = dog )",  # not dative
+    "sleep ( agent = Emma , ccomp = run ( agent = Liam ) )",
+    "need ( agent = * girl , xcomp = eat ( agent = * girl , theme = cake ) )",
 ]
 
 
@@ -170,7 +183,9 @@ def main(argv: Sequence[str]) -> int:
       ("GeoQuery FunQL", GEOQUERY_CFG, "geoquery", GEOQUERY_FILES,
        GEOQUERY_JUNK),
       ("COGS variable-free", COGS_CFG, "cogs_varfree", COGS_FILES,
-       COGS_JUNK)):
+       COGS_JUNK),
+      ("COGS variable-free, typed", COGS_TYPED_CFG, "cogs_varfree",
+       COGS_FILES, COGS_JUNK + COGS_ILL_TYPED)):
     start = time.perf_counter()
     cfg = load_output_cfg(cfg_path)
     cfg.recognizes(["x"])  # Builds the recognizer tables (and compiles).
@@ -185,7 +200,7 @@ def main(argv: Sequence[str]) -> int:
     ok, report = check_junk(cfg, junk)
     print("\n".join(report))
     all_ok &= ok
-    if subdir == "cogs_varfree":
+    if cfg_path == COGS_CFG:
       ok, report = check_cogs_lexicon(cfg, os.path.join(data_dir,
                                                         "train.tsv"))
       print("\n".join(report))
