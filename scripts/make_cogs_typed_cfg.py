@@ -44,21 +44,19 @@ from csl_jax.data import cogs
 from csl_jax.qcfg.output_cfg import parse_output_cfg
 
 OUT = os.path.join(_REPO_ROOT, "tasks", "cogs", "typed.cfg")
-_FAMILY_ROLES = {"S": {"agent", "theme"}, "D": {"recipient"},
-                 "C": {"ccomp"}, "X": {"xcomp"}}
+# A verb is dative, ccomp or xcomp by the role that marks the family;
+# otherwise simple ("S").
+_FAMILY_ROLE = {"D": "recipient", "C": "ccomp", "X": "xcomp"}
 
 
-def _nodes(node, role=None):
-  yield node, role
-  for r, child in node.children:
-    yield from _nodes(child, r)
+def _nodes(node):
+  yield node
+  for _, child in node.children:
+    yield from _nodes(child)
 
 
 def _family(roles):
-  for family in ("D", "C", "X"):
-    if _FAMILY_ROLES[family] & set(roles):
-      return family
-  return "S"
+  return next((f for f, role in _FAMILY_ROLE.items() if role in roles), "S")
 
 
 def analyse(examples, lambdas):
@@ -68,15 +66,15 @@ def analyse(examples, lambdas):
   dative_orders = set()
   nouns, names, preps = set(), set(), set()
   for y in examples:
-    t = cogs._Tokens(y, "output")  # pylint: disable=protected-access
-    root = cogs._parse_node(t)  # pylint: disable=protected-access
+    root = cogs.parse_varfree(y)
     if not root.children:
       continue  # a primitive row: typed from its lambda term below
-    for node, _ in _nodes(root):
+    for node in _nodes(root):
       if node.is_event:
         roles = tuple(r for r, _ in node.children)
-        families[_family(roles)].add(node.label)
-        if _family(roles) == "D":
+        family = _family(roles)
+        families[family].add(node.label)
+        if family == "D":
           dative_orders.add(roles)
       elif node.is_name:
         names.add(node.label)

@@ -501,6 +501,19 @@ def _emit(root: _Node) -> str:
                   [" AND ".join(b for _, b in body)])
 
 
+def parse_varfree(varfree: str) -> _Node:
+  """The tree of a variable-free form (label, `*`, (role, child) pairs).
+
+  Raises:
+    InputError: bad syntax or tokens after the tree.
+  """
+  t = _Tokens(varfree, "variable-free form")
+  root = _parse_node(t)
+  if not t.done():
+    raise t.error("the end")
+  return root
+
+
 def from_varfree(varfree: str, sentence: str) -> str:
   """Converts a variable-free form back to the COGS logical form.
 
@@ -525,10 +538,7 @@ def from_varfree(varfree: str, sentence: str) -> str:
   if toks[0] == "LAMBDA":
     _primitive_word(varfree, sentence)
     return " ".join(toks)
-  t = _Tokens(varfree, "variable-free form")
-  root = _parse_node(t)
-  if not t.done():
-    raise t.error("the end")
+  root = parse_varfree(varfree)
   words = sentence.split()
   if not root.children and words == [root.label]:
     if root.is_name:
@@ -552,10 +562,7 @@ def is_valid_varfree(varfree: str) -> bool:
   itself. For programs without a sentence, e.g. sampled from a PCFG. A bare
   word without `*` (a primitive row) is valid."""
   try:
-    t = _Tokens(varfree, "variable-free form")
-    root = _parse_node(t)
-    if not t.done():
-      return False
+    root = parse_varfree(varfree)
     if not root.children:
       return not root.definite
     if not root.is_event:
