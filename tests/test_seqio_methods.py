@@ -17,6 +17,7 @@ try:
 except RuntimeError:  # TF was initialized already.
   pass
 
+from csl_jax.seq2seq import input_pipeline  # pylint: disable=g-import-not-at-top
 from csl_jax.testing.files import write_pairs  # pylint: disable=g-import-not-at-top
 from tasks import registry
 
@@ -58,9 +59,12 @@ def run(tmp_path):
 
 
 def _texts(name, split="train", n=None, **kwargs):
-  """[(decoded inputs, decoded targets)] drawn from a task or mixture."""
-  ds = seqio.get_mixture_or_task(name).get_dataset(
-      sequence_length=LENGTHS, split=split, **kwargs)
+  """[(decoded inputs, decoded targets)] drawn from a task or mixture (as
+  the trainer builds them, without AutoGraph; test_seqio_tasks draws with
+  it, as T5X does)."""
+  with input_pipeline.without_autograph():
+    ds = seqio.get_mixture_or_task(name).get_dataset(
+        sequence_length=LENGTHS, split=split, **kwargs)
   if n is not None:
     ds = ds.take(n)
   return [(BYTES.decode(ex["inputs"].tolist()),

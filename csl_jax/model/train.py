@@ -249,7 +249,7 @@ def fit(rules: Sequence[Rule], pairs, config: FitConfig, max_nts: int = 4,
   use_mask = config.batch_rule_normalizer
   train_step = functools.partial(
       _train_step, rule_class=rule_class,
-      learning_rate=config.learning_rate, use_mask=use_mask)
+      learning_rate=np.float32(config.learning_rate), use_mask=use_mask)
 
   batches = [_as_jax(b) for b in data.batches]
   masks = [jnp.asarray(m) for m in data.rule_masks]
@@ -300,9 +300,11 @@ def fit(rules: Sequence[Rule], pairs, config: FitConfig, max_nts: int = 4,
 
 # The jitted steps live at module level, keyed on their static settings, so
 # that fits in one process (resumes, hard-EM refits, tests) share compiles.
-@functools.partial(jax.jit, static_argnames=("learning_rate", "use_mask"))
-def _train_step(params, opt_state, forests, rule_mask, rule_class, *,
-                learning_rate, use_mask):
+# The learning rate is an argument, not a static setting: a sweep over it
+# (or a rerun with another) reuses the compiled step.
+@functools.partial(jax.jit, static_argnames=("use_mask",))
+def _train_step(params, opt_state, forests, rule_mask, rule_class,
+                learning_rate, *, use_mask):
   loss, grads = jax.value_and_grad(_loss)(
       params, forests, rule_mask if use_mask else None, rule_class)
   updates, opt_state = optax.adam(learning_rate).update(grads, opt_state,
@@ -310,9 +312,9 @@ def _train_step(params, opt_state, forests, rule_mask, rule_class, *,
   return optax.apply_updates(params, updates), opt_state, loss
 
 
-@functools.partial(jax.jit, static_argnames=("learning_rate", "use_mask"))
-def _restart_step(params, opt_state, forests, rule_mask, rule_class, *,
-                  learning_rate, use_mask):
+@functools.partial(jax.jit, static_argnames=("use_mask",))
+def _restart_step(params, opt_state, forests, rule_mask, rule_class,
+                  learning_rate, *, use_mask):
   """`_train_step` for stacked initializations; returns each one's loss."""
 
   def losses(p):
@@ -338,7 +340,7 @@ def _restarts(rules, config, optimizer, batches, masks, use_mask, history,
   opt_state = optimizer.init(params)
   step_all = functools.partial(
       _restart_step, rule_class=rule_class,
-      learning_rate=config.learning_rate, use_mask=use_mask)
+      learning_rate=np.float32(config.learning_rate), use_mask=use_mask)
 
   step = 0
   recent = []

@@ -16,6 +16,7 @@ import numpy as np
 import seqio
 
 from csl_jax import progress as progress_lib
+from csl_jax.seq2seq import input_pipeline
 from csl_jax.seq2seq import models
 
 EOS_ID = 1
@@ -237,8 +238,9 @@ def evaluate(model, params, task_name: str, split: str,
   """
   task = seqio.get_mixture_or_task(task_name)
   vocab = task.output_features["targets"].vocabulary
-  ds = task.get_dataset(sequence_length=feature_lengths, split=split,
-                        shuffle=False, num_epochs=1)
+  with input_pipeline.without_autograph():
+    ds = task.get_dataset(sequence_length=feature_lengths, split=split,
+                          shuffle=False, num_epochs=1)
   examples = list(ds.as_numpy_iterator())
   rows, targets, predictions = [], [], []
   batch_rows = _batch_rows(len(examples), batch_size)

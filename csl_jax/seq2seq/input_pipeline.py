@@ -1,10 +1,12 @@
 """SeqIO task or mixture -> numpy batches for the encoder-decoder."""
 
+import contextlib
 from typing import Dict, Iterator, Mapping
 
 import numpy as np
 import seqio
 import tensorflow as tf
+from tensorflow.python.autograph.core import ag_ctx  # pylint: disable=g-direct-tensorflow-import
 
 Batch = Dict[str, np.ndarray]
 FEATURES = ("encoder_input_tokens", "decoder_input_tokens",
@@ -19,6 +21,15 @@ def _target_length(ex):
   return tf.reduce_sum(tf.cast(ex["decoder_target_tokens"] > 0, tf.int32))
 
 
+def without_autograph():
+  """Builds tf.data pipelines without AutoGraph (see BENCHMARKS.md "Issue 10
+  → Test suite"): SeqIO's map functions are plain TF ops, and converting
+  each one's source took about 0.3 s per `map` whenever a pipeline is
+  built, most of a short run's start. Code that needs Python control flow
+  over tensors then fails loudly at tracing, never silently."""
+  return ag_ctx.ControlStatusCtx(status=ag_ctx.Status.DISABLED)
+
+
 def get_dataset(task: str, split: str, feature_lengths: Mapping[str, int],
                 batch_size: int, shuffle: bool = False, seed: int = 0,
                 num_epochs=1, bucket_width: int = 0) -> tf.data.Dataset:
@@ -28,19 +39,20 @@ def get_dataset(task: str, split: str, feature_lengths: Mapping[str, int],
   in the same `bucket_width`-wide bucket (with `trim_batch`, short batches
   then cost little); otherwise batches are drawn in data order.
   """
-  ds = seqio.get_dataset(
-      task, task_feature_lengths=dict(feature_lengths),
-      feature_converter=seqio.EncDecFeatureConverter(pack=False),
-      dataset_split=split, shuffle=shuffle, num_epochs=num_epochs,
-      seed=seed, use_cached=False, verbose=False)
-  drop = num_epochs is None
-  if bucket_width <= 0:
-    return ds.batch(batch_size, drop_remainder=drop)
-  bounds = list(range(bucket_width + 1, feature_lengths["targets"] + 1,
-                      bucket_width))
-  return ds.bucket_by_sequence_length(
-      _target_length, bounds, [batch_size] * (len(bounds) + 1),
-      drop_remainder=drop)
+  with without_autograph():
+    ds = seqio.get_dataset(
+        task, task_feature_lengths=dict(feature_lengths),
+        feature_converter=seqio.EncDecFeatureConverter(pack=False),
+        dataset_split=split, shuffle=shuffle, num_epochs=num_epochs,
+        seed=seed, use_cached=False, verbose=False)
+    drop = num_epochs is None
+    if bucket_width <= 0:
+      return ds.batch(batch_size, drop_remainder=drop)
+    bounds = list(range(bucket_width + 1, feature_lengths["targets"] + 1,
+                        bucket_width))
+    return ds.bucket_by_sequence_length(
+        _target_length, bounds, [batch_size] * (len(bounds) + 1),
+        drop_remainder=drop)
 
 
 def trim_batch(batch: Batch, multiple: int) -> Batch:
