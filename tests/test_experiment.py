@@ -149,6 +149,13 @@ def test_mean_std_on_known_numbers():
   assert md.splitlines()[0] == "| training data | jump | length |"
   assert "| original | 3.00 ± 1.41 (2) | – |" in md
   assert "| csl | 99.50 ± 0.71 (2) | 90.00 ± 0.00 (1) |" in md
+  # Per-part fields; a record without one (an older run) is left out.
+  for r, ppl in zip(records, (1.5, 2.5, 1.1, None, 1.3)):
+    if ppl is not None:
+      r["perplexity_by_part"] = {"test": ppl}
+  ppl = results.aggregate(records, "perplexity")
+  assert ppl["original"]["jump"] == {"mean": 2.0, "std": 2 ** -0.5, "n": 2}
+  assert ppl["csl"]["jump"]["n"] == 1 and ppl["csl"]["length"]["n"] == 1
 
 
 # ---- per-category scoring -------------------------------------------------
@@ -221,6 +228,9 @@ def test_experiment_writes_results_and_resumes_after_kill(
     assert r["num_synthetic"] == (0 if r["data"] == "original" else 40)
     assert 0.0 <= r["accuracy"] <= 100.0 and r["steps"] == STEPS
     assert sum(n for n, _ in r["by_length"]["test"].values()) == 10
+    # Per-token perplexity of the gold test outputs: 3 steps from random
+    # weights leave it near the byte vocabulary's size (exp of the loss).
+    assert 1.0 < r["perplexity_by_part"]["test"] < 2 * 259
   # The key: data by content, model and trainer config, seed.
   with open(os.path.join(records[1]["dir"], "stage_key.json")) as f:
     key = json.load(f)
@@ -231,6 +241,7 @@ def test_experiment_writes_results_and_resumes_after_kill(
   assert len(key["input_hashes"]) == 4  # vocab, train, synthetic, test
   md = open(summary["markdown"], encoding="utf-8").read()
   assert "| training data | toy |" in md and "(1) |" in md
+  assert "## Per-token perplexity of the gold outputs" in md
   assert os.path.exists(os.path.join(out, results.RESULTS_HTML))
   assert set(summary["plots"]) == {"toy: exact match by target length",
                                    "toy: learning curves"}

@@ -73,15 +73,19 @@ def cell_text(stats: Mapping[str, float]) -> str:
 def aggregate(records: Iterable[Mapping[str, Any]], field: str = "accuracy"
               ) -> Dict[str, Dict[str, Dict[str, float]]]:
   """{data: {column: mean_std}} of `field` over seeds; a column is the split
-  (with its eval part, `split/part`, when records have several parts)."""
+  (with its eval part, `split/part`, when records have several parts). A
+  field with a per-part form (`accuracy`, `perplexity`) is read per part;
+  records without the field (older runs) are left out."""
   values: Dict[str, Dict[str, List[float]]] = collections.defaultdict(
       lambda: collections.defaultdict(list))
   for r in records:
-    for part, acc in r["accuracy_by_part"].items():
+    by_part = r.get(f"{field}_by_part")
+    for part in r["accuracy_by_part"]:
       column = r["split"] if len(r["accuracy_by_part"]) == 1 else \
           f"{r['split']}/{part}"
-      values[r["data"]][column].append(acc if field == "accuracy"
-                                       else r[field])
+      value = by_part.get(part) if by_part is not None else r.get(field)
+      if value is not None:
+        values[r["data"]][column].append(value)
   return {d: {c: mean_std(v) for c, v in cols.items()}
           for d, cols in values.items()}
 
@@ -204,6 +208,12 @@ def write_tables(out_dir: str, records: Sequence[Mapping[str, Any]],
                  {c: {d: ordered[d][c] for d in ordered if c in ordered[d]}
                   for c in _columns(ordered)}, _columns(ordered),
                  "category")]
+  ppl = aggregate(records, "perplexity")
+  if ppl:
+    head = ("Per-token perplexity of the gold outputs, teacher forced (Yao "
+            "& Koller's Table 6), mean ± std over seeds")
+    md += [f"\n## {head}\n", markdown_table(ppl, rows)]
+    body += [f"<h2>{html.escape(head)}</h2>", html_table(ppl, rows)]
   for label, path in plots.items():
     rel = os.path.relpath(path, out_dir)
     md.append(f"\n## {label}\n\n![{label}]({rel})\n")

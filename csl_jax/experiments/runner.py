@@ -242,6 +242,8 @@ def _cell_stage(cell: grid_lib.Cell, run_dir: str, synthetic: Optional[str],
       atomic_write_text(os.path.join(directory, part, "predictions.tsv"),
                         "".join("\t".join(r) + "\n" for r in rows))
       summary["parts"][part] = results_lib.score(rows, categories.get(part))
+      summary["parts"][part]["perplexity"] = train_lib.perplexity(
+          model, params, name, part, lengths, ctx.decode_batch_size)
     summary["decode_seconds"] = time.time() - start
     return summary
 
@@ -268,6 +270,8 @@ def _record(cell: grid_lib.Cell, summary: Mapping[str, Any],
       "final_loss": summary["train"].get("mean_last_loss"),
       "num_original": num_original, "num_synthetic": num_synthetic,
       "by_length": {p: s["by_length"] for p, s in parts.items()},
+      # Teacher-forced, per target token (train.perplexity).
+      "perplexity_by_part": {p: s.get("perplexity") for p, s in parts.items()},
       "cached": summary.get("cached"), "dir": cell_dir}
   cats = {p: s["by_category"] for p, s in parts.items()
           if "by_category" in s}
