@@ -31,13 +31,11 @@ def _scan_sample(num: int):
 
 def _induction(workdir: str) -> None:
   """QCFG induction with the SCAN config (pair forests, derivability,
-  occurrence counts, pruning), source charts, output-CFG categories, the
-  Viterbi parser."""
+  occurrence counts, pruning), source charts, the Viterbi parser."""
   import gin  # pylint: disable=g-import-not-at-top
   from csl_jax.cky import forest  # pylint: disable=g-import-not-at-top
   from csl_jax.cky.grammar_arrays import encode_qcfg  # pylint: disable=g-import-not-at-top
   from csl_jax.methods.csl import induce  # pylint: disable=g-import-not-at-top
-  from csl_jax.qcfg.output_cfg import parse_output_cfg  # pylint: disable=g-import-not-at-top
   from csl_jax.testing import models  # pylint: disable=g-import-not-at-top
   train = os.path.join(workdir, "train.tsv")
   tsv.write_tsv(train, _scan_sample(80))
@@ -46,7 +44,6 @@ def _induction(workdir: str) -> None:
       ["InductionConfig.num_partitions = 1", "InductionConfig.max_steps = 1"])
   induce.induce(os.path.join(workdir, "induce"), train)
   forest.parse_source(encode_qcfg(models.TOY_RULES), "walk twice and run")
-  parse_output_cfg(models.TOY_OUTPUT_CFG).recognizes(["W", "R"])
   # Here, not in `_models`: it shares the source chart, and evens the parts.
   model = models.random_model(models.TOY_RULES, 0, 2)
   model.parse(["walk twice and run", "run"])
@@ -54,8 +51,8 @@ def _induction(workdir: str) -> None:
 
 
 def _models(workdir: str) -> None:
-  """Sampling (plain and intersected with an output CFG), GECA, CMaxEnt /
-  UAT selection and PCFG counts."""
+  """Output-CFG recognition, sampling (plain and intersected with an output
+  CFG), GECA, CMaxEnt / UAT selection and PCFG counts."""
   del workdir
   from csl_jax.methods.geca import augment as geca  # pylint: disable=g-import-not-at-top
   from csl_jax.methods.geca import config as geca_config  # pylint: disable=g-import-not-at-top
@@ -68,6 +65,7 @@ def _models(workdir: str) -> None:
 
   model = models.random_model(models.TOY_RULES, 0, 2)
   cfg = parse_output_cfg(models.TOY_OUTPUT_CFG)
+  cfg.recognizes(["W", "R"])
   sampler.sample(model, 50, sampler.SampleConfig(max_depth=3))
   sampler.sample(model, 50, sampler.SampleConfig(max_depth=3), output_cfg=cfg)
   pairs = [tsv.Example(x, y) for x, y in toy_language.sentences()]
