@@ -115,3 +115,20 @@ def train_sentencepiece(tsv_paths: Union[str, Iterable[str]],
   with tf.io.gfile.GFile(path, "wb") as f:
     f.write(model.getvalue())
   return path
+
+
+def train_word_vocabulary(tsv_paths: Iterable[str], model_prefix: str,
+                          model_type: str = "word") -> str:
+  """A SentencePiece model with one piece per whitespace token of the files
+  (both columns; + pad, EOS, unk; `vocab_size` is a soft limit), for
+  `get_vocabulary("sentencepiece", path)`. Returns its path."""
+  from csl_jax.data import tsv  # pylint: disable=g-import-not-at-top
+  tsv_paths = list(tsv_paths)
+  tokens = set()
+  for path in tsv_paths:
+    for ex in tsv.read_tsv(path):
+      tokens.update(ex.input.split())
+      tokens.update(ex.output.split())
+  return train_sentencepiece(tsv_paths, model_prefix, len(tokens) + 8,
+                             model_type=model_type,
+                             max_sentencepiece_length=64)

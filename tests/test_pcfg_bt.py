@@ -16,6 +16,7 @@ from csl_jax.methods.pcfg_bt import PCFGBTConfig
 from csl_jax.pipeline import cache
 from csl_jax.seq2seq import models
 from csl_jax.seq2seq import train as train_lib
+import tasks
 # pylint: enable=g-import-not-at-top
 
 # Language: 3 single actions and 9 pairs, 12 programs.
@@ -135,6 +136,37 @@ def test_another_vocabulary_retrains_the_reverse_model(run, monkeypatch):
   assert before["programs"] == after["programs"]
   assert before["reverse_model"] != after["reverse_model"]
   assert before["backtranslate"] != after["backtranslate"]
+
+
+def test_word_vocabulary_and_swapped_lengths(run):
+  """reverse_vocabulary "word": one piece per token of the training pairs
+  (programs of many bytes are a few words); the reverse model's lengths
+  can be set apart from the Seq2SeqConfig's (the forward model's)."""
+  tmp_path, run_data = run
+  method = _method(tmp_path, reverse_vocabulary="word",
+                   reverse_max_input_len=4, reverse_max_target_len=5)
+  summary = _run(method, run_data, str(tmp_path / "word"))
+  model_dir = summary["reverse_model"]["model"]
+  model, _ = train_lib.load_config(model_dir)
+  assert (model.max_input_len, model.max_target_len) == (4, 5)
+  assert model.d_model == MODEL.d_model
+  vocab = tasks.vocab.get_vocabulary(
+      "sentencepiece", os.path.join(tmp_path, "word", "reverse_model",
+                                    "spm.model"))
+  # pad, EOS, unk + do, walk, jump (run is only in the test part).
+  assert vocab.encode("do jump walk") == [vocab.encode(w)[0] for w in
+                                         ("do", "jump", "walk")]
+  bt = summary["backtranslate"]
+  # "walk walk" is 2 words + EOS <= 4: no program cut.
+  assert bt["num_programs_cut"] == 0
+  with open(bt["candidates"], encoding="utf-8") as f:
+    rows = [line.split("\t") for line in f.read().splitlines()]
+  # (6 training steps: most utterances come out empty, and are dropped.)
+  assert bt["num_candidates"] + bt["num_empty_utterances"] == 12
+  assert all(len(u.split()) <= 5 for u, _ in rows)
+  assert bt["eval"]["num_examples"] == 2  # scored in the word vocabulary
+  with pytest.raises(InputError, match="reverse_vocabulary"):
+    PCFGBTConfig(grammar="x.cfg", reverse_vocabulary="bpe")
 
 
 def test_bad_settings_are_clear_errors(run):

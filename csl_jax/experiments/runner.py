@@ -153,15 +153,10 @@ class _Context:
 def _train_vocab(directory: str, files: Sequence[str], model_type: str
                  ) -> Dict[str, Any]:
   import tasks  # pylint: disable=g-import-not-at-top
-  tokens = set()
-  for path in files:
-    for ex in tsv.read_tsv(path):
-      tokens.update(ex.input.split())
-      tokens.update(ex.output.split())
-  # Word pieces: one per token (+ pad, EOS, unk); a soft limit.
-  path = tasks.train_sentencepiece(
-      list(files), os.path.join(directory, "spm"), len(tokens) + 8,
-      model_type=model_type, max_sentencepiece_length=64)
+  path = tasks.vocab.train_word_vocabulary(
+      files, os.path.join(directory, "spm"), model_type)
+  tokens = {t for f in files for ex in tsv.read_tsv(f)
+            for t in ex.input.split() + ex.output.split()}
   return {"model": path, "num_tokens": len(tokens),
           "vocab_size": tasks.vocab.get_vocabulary(
               "sentencepiece", path).vocab_size}

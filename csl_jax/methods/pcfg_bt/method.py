@@ -27,6 +27,8 @@ from csl_jax.errors import InputError
 from csl_jax.methods import base
 
 DISTRIBUTIONS = ("train", "uniform", "test")
+REVERSE_VOCABULARIES = ("tasks", "word")
+WORD_SPM = "spm.model"  # in the reverse_model stage directory
 
 
 @gin.configurable(module="pcfg_bt")
@@ -46,6 +48,15 @@ class PCFGBTConfig:
     seed: the sampling seed.
     beam_size: backtranslation beam (the paper: 4; 1 is greedy).
     decode_batch_size: programs decoded per batch.
+    reverse_vocabulary: the reverse model's vocabulary: "tasks" (the tasks'
+      vocabulary, `tasks.vocab.get_vocabulary`: bytes unless set), or
+      "word" (a SentencePiece model with one piece per token of the run's
+      training pairs, in `reverse_model/`: programs of hundreds of bytes
+      are a few dozen words).
+    reverse_max_input_len, reverse_max_target_len: the reverse model's
+      lengths (program in, utterance out); 0: the `seq2seq.Seq2SeqConfig`
+      binding's. An experiment binds Seq2SeqConfig for its forward model,
+      whose lengths are the other way round.
   """
   grammar: str = ""
   distribution: str = "uniform"
@@ -55,12 +66,19 @@ class PCFGBTConfig:
   seed: int = 0
   beam_size: int = 4
   decode_batch_size: int = 64
+  reverse_vocabulary: str = "tasks"
+  reverse_max_input_len: int = 0
+  reverse_max_target_len: int = 0
 
   def __post_init__(self):
     configs.check_types(self)
     if self.distribution not in DISTRIBUTIONS:
       raise InputError(f"pcfg_bt distribution {self.distribution!r}: one of "
                        f"{', '.join(DISTRIBUTIONS)}")
+    if self.reverse_vocabulary not in REVERSE_VOCABULARIES:
+      raise InputError(f"pcfg_bt reverse_vocabulary "
+                       f"{self.reverse_vocabulary!r}: one of "
+                       f"{', '.join(REVERSE_VOCABULARIES)}")
 
 
 def _outputs(path: str) -> List[str]:
@@ -108,14 +126,27 @@ def sample_programs(out_dir: str, grammar: str, train: str,
   return summary
 
 
-def _vocabulary_key() -> Dict[str, Any]:
-  """What identifies the tasks' vocabulary (`tasks.vocab.get_vocabulary`:
-  arguments, gin or environment), for the stage keys: the reverse model
-  and its decoding depend on it."""
+def _vocabulary(model_dir: str):
+  """The reverse model's vocabulary: the word model beside `model_dir`
+  (reverse_vocabulary "word"), else the tasks'."""
+  import tasks  # pylint: disable=g-import-not-at-top
+  spm = os.path.join(os.path.dirname(model_dir), WORD_SPM)
+  if os.path.exists(spm):
+    return tasks.vocab.get_vocabulary("sentencepiece", spm)
+  return tasks.vocab.get_vocabulary()
+
+
+def _vocabulary_key(kind: str) -> Dict[str, Any]:
+  """What identifies the reverse model's vocabulary, for the stage keys:
+  the reverse model and its decoding depend on it. A word model is made
+  from the run's training pairs (an input of those stages already); the
+  tasks' comes from arguments, gin or the environment."""
   # pylint: disable=g-import-not-at-top
   import tasks
   import tensorflow as tf
   # pylint: enable=g-import-not-at-top
+  if kind == "word":
+    return {"type": "word"}
   vocab = tasks.vocab.get_vocabulary()
   key = {"type": type(vocab).__name__, "vocab_size": vocab.vocab_size}
   path = getattr(vocab, "sentencepiece_model_file", None)
@@ -139,11 +170,22 @@ def _registered(data_dir: str, splits, **kwargs):
 
 
 def train_reverse_model(out_dir: str, data_dir: str, model_config,
-                        train_config) -> Dict[str, Any]:
+                        train_config, vocabulary: str = "tasks"
+                        ) -> Dict[str, Any]:
   """The `reverse_model` stage: output -> input on the run's training pairs
-  (NAME_reversed)."""
-  from csl_jax.seq2seq import train as train_lib  # pylint: disable=g-import-not-at-top
-  with _registered(data_dir, ("train",)) as names:
+  (NAME_reversed), with the tasks' vocabulary or (`vocabulary` "word") a
+  word model of those pairs, `out_dir/spm.model`."""
+  # pylint: disable=g-import-not-at-top
+  import tasks
+  from csl_jax.seq2seq import train as train_lib
+  # pylint: enable=g-import-not-at-top
+  kwargs = {}
+  if vocabulary == "word":
+    spm = tasks.vocab.train_word_vocabulary(
+        [os.path.join(data_dir, "train.tsv")],
+        os.path.join(out_dir, WORD_SPM[:-len(".model")]))
+    kwargs["vocabulary"] = tasks.vocab.get_vocabulary("sentencepiece", spm)
+  with _registered(data_dir, ("train",), **kwargs) as names:
     metrics = train_lib.train(os.path.join(out_dir, "model"), names.reversed,
                               model_config, train_config)
   return {"model": os.path.join(out_dir, "model"), "steps": metrics["steps"],
@@ -168,8 +210,9 @@ def backtranslate(out_dir: str, programs_path: str, model_dir: str,
     programs = [line.rstrip("\n") for line in f if line.strip()]
   model, params = train_lib.load_params(model_dir)
   cfg = model.config
+  vocabulary = _vocabulary(model_dir)
   utterances, cut = decode.translate(
-      model, params, tasks.vocab.get_vocabulary(), programs,
+      model, params, vocabulary, programs,
       cfg.max_input_len, cfg.max_target_len, config.decode_batch_size,
       config.beam_size, progress=True)
   pairs = [(u, p) for u, p in zip(utterances, programs) if u.strip()]
@@ -182,8 +225,9 @@ def backtranslate(out_dir: str, programs_path: str, model_dir: str,
              "num_programs_cut": cut, "beam_size": config.beam_size,
              "preview": [f"{u}\t{p}" for u, p in pairs[:5]]}
   if eval_part:
-    with _registered(data_dir, (eval_part,), metric_fns=(
-        tasks.metrics.exact_match, tasks.metrics.bleu)) as names:
+    with _registered(data_dir, (eval_part,), vocabulary=vocabulary,
+                     metric_fns=(tasks.metrics.exact_match,
+                                 tasks.metrics.bleu)) as names:
       _, scores = decode.evaluate(
           model, params, names.reversed, eval_part,
           input_pipeline.lengths(cfg.max_input_len, cfg.max_target_len),
@@ -216,7 +260,11 @@ class PCFGBT:
 
   def _seq2seq_configs(self):
     from csl_jax.seq2seq import config  # pylint: disable=g-import-not-at-top
-    return (self.model_config or config.Seq2SeqConfig(),
+    model = self.model_config or config.Seq2SeqConfig()
+    lengths = {k: v for k, v in (
+        ("max_input_len", self.config.reverse_max_input_len),
+        ("max_target_len", self.config.reverse_max_target_len)) if v}
+    return (dataclasses.replace(model, **lengths),
             self.train_config or config.TrainConfig())
 
   def stages(self, data: base.RunData, workdir: str) -> List[base.Stage]:
@@ -237,12 +285,15 @@ class PCFGBT:
                          f"{self.eval_part!r} part")
     evaluate = data.splits.get(self.eval_part) if self.eval_part else None
     sampling = configs.to_json(self.config)
-    for key in ("beam_size", "decode_batch_size", "grammar"):
+    for key in ("beam_size", "decode_batch_size", "grammar",
+                "reverse_vocabulary", "reverse_max_input_len",
+                "reverse_max_target_len"):
       sampling.pop(key)
     programs_dir = os.path.join(workdir, "programs")
     model_dir = os.path.join(workdir, "reverse_model")
     model_config, train_config = self._seq2seq_configs()
-    vocabulary = _vocabulary_key()
+    kind = self.config.reverse_vocabulary
+    vocabulary = _vocabulary_key(kind)
     return [
         base.Stage("programs", [grammar, train] + ([test] if test else []),
                    sampling,
@@ -253,10 +304,13 @@ class PCFGBT:
                     "train": configs.to_json(train_config),
                     "vocabulary": vocabulary},
                    lambda d: train_reverse_model(d, data.directory,
-                                                 model_config, train_config)),
+                                                 model_config, train_config,
+                                                 kind)),
         base.Stage("backtranslate",
                    [os.path.join(programs_dir, "programs.txt"),
                     os.path.join(model_dir, "model", "config.json")] + (
+                        [os.path.join(model_dir, WORD_SPM)]
+                        if kind == "word" else []) + (
                         [evaluate] if evaluate else []),
                    {"beam_size": self.config.beam_size,
                     "vocabulary": vocabulary,
