@@ -15,7 +15,7 @@ equal arguments give the very same cached object.
 import functools
 import io
 import os
-from typing import Iterable, Optional, Union
+from typing import Iterable, Optional, Tuple, Union
 
 import gin
 import seqio
@@ -118,10 +118,11 @@ def train_sentencepiece(tsv_paths: Union[str, Iterable[str]],
 
 
 def train_word_vocabulary(tsv_paths: Iterable[str], model_prefix: str,
-                          model_type: str = "word") -> str:
+                          model_type: str = "word") -> Tuple[str, int]:
   """A SentencePiece model with one piece per whitespace token of the files
   (both columns; + pad, EOS, unk; `vocab_size` is a soft limit), for
-  `get_vocabulary("sentencepiece", path)`. Returns its path."""
+  `get_vocabulary("sentencepiece", path)`. Returns its path and the number
+  of distinct tokens."""
   from csl_jax.data import tsv  # pylint: disable=g-import-not-at-top
   tsv_paths = list(tsv_paths)
   tokens = set()
@@ -129,6 +130,7 @@ def train_word_vocabulary(tsv_paths: Iterable[str], model_prefix: str,
     for ex in tsv.read_tsv(path):
       tokens.update(ex.input.split())
       tokens.update(ex.output.split())
-  return train_sentencepiece(tsv_paths, model_prefix, len(tokens) + 8,
+  path = train_sentencepiece(tsv_paths, model_prefix, len(tokens) + 8,
                              model_type=model_type,
                              max_sentencepiece_length=64)
+  return path, len(tokens)

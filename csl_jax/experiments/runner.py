@@ -153,11 +153,9 @@ class _Context:
 def _train_vocab(directory: str, files: Sequence[str], model_type: str
                  ) -> Dict[str, Any]:
   import tasks  # pylint: disable=g-import-not-at-top
-  path = tasks.vocab.train_word_vocabulary(
+  path, num_tokens = tasks.vocab.train_word_vocabulary(
       files, os.path.join(directory, "spm"), model_type)
-  tokens = {t for f in files for ex in tsv.read_tsv(f)
-            for t in ex.input.split() + ex.output.split()}
-  return {"model": path, "num_tokens": len(tokens),
+  return {"model": path, "num_tokens": num_tokens,
           "vocab_size": tasks.vocab.get_vocabulary(
               "sentencepiece", path).vocab_size}
 

@@ -1,6 +1,5 @@
 """SeqIO task or mixture -> numpy batches for the encoder-decoder."""
 
-import contextlib
 from typing import Dict, Iterator, Mapping
 
 import numpy as np

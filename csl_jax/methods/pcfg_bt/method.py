@@ -126,13 +126,13 @@ def sample_programs(out_dir: str, grammar: str, train: str,
   return summary
 
 
-def _vocabulary(model_dir: str):
-  """The reverse model's vocabulary: the word model beside `model_dir`
-  (reverse_vocabulary "word"), else the tasks'."""
+def _vocabulary(kind: str, model_dir: str):
+  """The reverse model's vocabulary: kind "word", the word model beside
+  `model_dir`; "tasks", the tasks'."""
   import tasks  # pylint: disable=g-import-not-at-top
-  spm = os.path.join(os.path.dirname(model_dir), WORD_SPM)
-  if os.path.exists(spm):
-    return tasks.vocab.get_vocabulary("sentencepiece", spm)
+  if kind == "word":
+    return tasks.vocab.get_vocabulary(
+        "sentencepiece", os.path.join(os.path.dirname(model_dir), WORD_SPM))
   return tasks.vocab.get_vocabulary()
 
 
@@ -179,16 +179,16 @@ def train_reverse_model(out_dir: str, data_dir: str, model_config,
   import tasks
   from csl_jax.seq2seq import train as train_lib
   # pylint: enable=g-import-not-at-top
-  kwargs = {}
   if vocabulary == "word":
-    spm = tasks.vocab.train_word_vocabulary(
+    tasks.vocab.train_word_vocabulary(
         [os.path.join(data_dir, "train.tsv")],
         os.path.join(out_dir, WORD_SPM[:-len(".model")]))
-    kwargs["vocabulary"] = tasks.vocab.get_vocabulary("sentencepiece", spm)
-  with _registered(data_dir, ("train",), **kwargs) as names:
-    metrics = train_lib.train(os.path.join(out_dir, "model"), names.reversed,
-                              model_config, train_config)
-  return {"model": os.path.join(out_dir, "model"), "steps": metrics["steps"],
+  model_dir = os.path.join(out_dir, "model")
+  with _registered(data_dir, ("train",),
+                   vocabulary=_vocabulary(vocabulary, model_dir)) as names:
+    metrics = train_lib.train(model_dir, names.reversed, model_config,
+                              train_config)
+  return {"model": model_dir, "steps": metrics["steps"],
           "first_loss": metrics.get("first_loss"),
           "final_loss": metrics.get("mean_last_loss")}
 
@@ -210,7 +210,7 @@ def backtranslate(out_dir: str, programs_path: str, model_dir: str,
     programs = [line.rstrip("\n") for line in f if line.strip()]
   model, params = train_lib.load_params(model_dir)
   cfg = model.config
-  vocabulary = _vocabulary(model_dir)
+  vocabulary = _vocabulary(config.reverse_vocabulary, model_dir)
   utterances, cut = decode.translate(
       model, params, vocabulary, programs,
       cfg.max_input_len, cfg.max_target_len, config.decode_batch_size,
