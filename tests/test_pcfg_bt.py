@@ -46,7 +46,7 @@ def run(tmp_path_factory):
 
 
 def _run(method, run_data, workdir):
-  return {s.name: cache.run_stage(s, os.path.join(workdir, s.name))
+  return {s.name: cache.run_stage(s, s.path(workdir))
           for s in method.stages(run_data, workdir)}
 
 
@@ -124,6 +124,13 @@ def test_only_changed_stages_rerun(run):
   seed = _run(_method(tmp_path, beam_size=1, seed=3), run_data, workdir)
   assert [n for n, s in seed.items() if not s["cached"]] == [
       "programs", "backtranslate"]
+  # Another variant of the run (P_train) reuses the one reverse model.
+  other = _run(_method(tmp_path, beam_size=1, distribution="train"),
+               run_data, str(tmp_path / "t"))
+  assert [n for n, s in other.items() if not s["cached"]] == [
+      "programs", "backtranslate"]
+  assert other["reverse_model"]["model"] == str(
+      tmp_path / "pcfg_bt_reverse_model" / "model")
 
 
 def test_another_vocabulary_retrains_the_reverse_model(run, monkeypatch):
@@ -145,14 +152,14 @@ def test_word_vocabulary_and_swapped_lengths(run):
   tmp_path, run_data = run
   method = _method(tmp_path, reverse_vocabulary="word",
                    reverse_max_input_len=4, reverse_max_target_len=5)
-  summary = _run(method, run_data, str(tmp_path / "word"))
+  summary = _run(method, run_data, str(tmp_path / "word" / "pcfg_bt"))
   model_dir = summary["reverse_model"]["model"]
   model, _ = train_lib.load_config(model_dir)
   assert (model.max_input_len, model.max_target_len) == (4, 5)
   assert model.d_model == MODEL.d_model
   vocab = tasks.vocab.get_vocabulary(
-      "sentencepiece", os.path.join(tmp_path, "word", "reverse_model",
-                                    "spm.model"))
+      "sentencepiece", os.path.join(tmp_path, "word",
+                                    "pcfg_bt_reverse_model", "spm.model"))
   # pad, EOS, unk + do, walk, jump (run is only in the test part).
   assert vocab.encode("do jump walk") == [vocab.encode(w)[0] for w in
                                          ("do", "jump", "walk")]

@@ -13,8 +13,9 @@ Methods never import each other; what two of them share lives below them
 """
 
 import dataclasses
-from typing import (Any, Callable, Dict, List, Mapping, Protocol, Sequence,
-                    Tuple)
+import os
+from typing import (Any, Callable, Dict, List, Mapping, Optional, Protocol,
+                    Sequence, Tuple)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -29,11 +30,19 @@ class Stage:
       Only what changes the result belongs here.
     run: writes the stage's artifacts into the directory it is given and
       returns its summary (JSON-serializable).
+    directory: where it runs instead of `RUN/<method>/<name>`: a result
+      that several methods of a run share (same inputs and config, e.g. the
+      reverse model of pcfg_bt's variants) is computed once there.
   """
   name: str
   inputs: Sequence[str]
   config: Mapping[str, Any]
   run: Callable[[str], Dict[str, Any]]
+  directory: Optional[str] = None
+
+  def path(self, workdir: str) -> str:
+    """The stage's directory for a method working in `workdir`."""
+    return self.directory or os.path.join(workdir, self.name)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -120,8 +120,8 @@ def augment(run_dir: str, dataset: str = "scan", split: Optional[str] = None,
       workdir = os.path.join(run_dir, method.name)
       stage_summaries = {}
       for stage in method.stages(run_data, workdir):
-        stage_summaries[stage.name] = cache.run_stage(
-            stage, os.path.join(workdir, stage.name))
+        stage_summaries[stage.name] = cache.run_stage(stage,
+                                                      stage.path(workdir))
         summary["stages"][f"{method.name}/{stage.name}"] = _brief(
             stage_summaries[stage.name])
       last = stage_summaries[list(stage_summaries)[-1]]
@@ -134,8 +134,8 @@ def augment(run_dir: str, dataset: str = "scan", split: Optional[str] = None,
       if select:
         stage = select_stage(select, select_num, select_seed, candidates,
                              run_data.train)
-        stage_summaries[stage.name] = cache.run_stage(
-            stage, os.path.join(workdir, stage.name))
+        stage_summaries[stage.name] = cache.run_stage(stage,
+                                                      stage.path(workdir))
         summary["stages"][f"{method.name}/{stage.name}"] = _brief(
             stage_summaries[stage.name])
       atomic_write_json(os.path.join(workdir, "summary.json"), {

@@ -29,6 +29,7 @@ from csl_jax.methods import base
 DISTRIBUTIONS = ("train", "uniform", "test")
 REVERSE_VOCABULARIES = ("tasks", "word")
 WORD_SPM = "spm.model"  # in the reverse_model stage directory
+REVERSE_MODEL_DIR = "pcfg_bt_reverse_model"  # RUN/<this>, shared by variants
 
 
 @gin.configurable(module="pcfg_bt")
@@ -290,7 +291,10 @@ class PCFGBT:
                 "reverse_max_target_len"):
       sampling.pop(key)
     programs_dir = os.path.join(workdir, "programs")
-    model_dir = os.path.join(workdir, "reverse_model")
+    # One reverse model for every pcfg_bt variant of the run (P_train's and
+    # P_uniform's are the same model): RUN/pcfg_bt_reverse_model.
+    model_dir = os.path.join(os.path.dirname(os.path.abspath(workdir)),
+                             REVERSE_MODEL_DIR)
     model_config, train_config = self._seq2seq_configs()
     kind = self.config.reverse_vocabulary
     vocabulary = _vocabulary_key(kind)
@@ -305,7 +309,8 @@ class PCFGBT:
                     "vocabulary": vocabulary},
                    lambda d: train_reverse_model(d, data.directory,
                                                  model_config, train_config,
-                                                 kind)),
+                                                 kind),
+                   directory=model_dir),
         base.Stage("backtranslate",
                    [os.path.join(programs_dir, "programs.txt"),
                     os.path.join(model_dir, "model", "config.json")] + (
