@@ -28,7 +28,8 @@ from csl_jax.methods import base
 
 DISTRIBUTIONS = ("train", "uniform", "test")
 REVERSE_VOCABULARIES = ("tasks", "word")
-WORD_SPM = "spm.model"  # in the reverse_model stage directory
+WORD_SPM_PREFIX = "spm"  # the word model: <reverse model stage>/spm.model
+WORD_SPM = WORD_SPM_PREFIX + ".model"
 REVERSE_MODEL_DIR = "pcfg_bt_reverse_model"  # RUN/<this>, shared by variants
 
 
@@ -52,8 +53,8 @@ class PCFGBTConfig:
     reverse_vocabulary: the reverse model's vocabulary: "tasks" (the tasks'
       vocabulary, `tasks.vocab.get_vocabulary`: bytes unless set), or
       "word" (a SentencePiece model with one piece per token of the run's
-      training pairs, in `reverse_model/`: programs of hundreds of bytes
-      are a few dozen words).
+      training pairs, beside the reverse model: programs of hundreds of
+      bytes are a few dozen words).
     reverse_max_input_len, reverse_max_target_len: the reverse model's
       lengths (program in, utterance out); 0: the `seq2seq.Seq2SeqConfig`
       binding's. An experiment binds Seq2SeqConfig for its forward model,
@@ -175,7 +176,7 @@ def train_reverse_model(out_dir: str, data_dir: str, model_config,
                         ) -> Dict[str, Any]:
   """The `reverse_model` stage: output -> input on the run's training pairs
   (NAME_reversed), with the tasks' vocabulary or (`vocabulary` "word") a
-  word model of those pairs, `out_dir/spm.model`."""
+  word model of those pairs, `out_dir/WORD_SPM`."""
   # pylint: disable=g-import-not-at-top
   import tasks
   from csl_jax.seq2seq import train as train_lib
@@ -183,7 +184,7 @@ def train_reverse_model(out_dir: str, data_dir: str, model_config,
   if vocabulary == "word":
     tasks.vocab.train_word_vocabulary(
         [os.path.join(data_dir, "train.tsv")],
-        os.path.join(out_dir, WORD_SPM[:-len(".model")]))
+        os.path.join(out_dir, WORD_SPM_PREFIX))
   model_dir = os.path.join(out_dir, "model")
   with _registered(data_dir, ("train",),
                    vocabulary=_vocabulary(vocabulary, model_dir)) as names:
