@@ -40,8 +40,9 @@ def main():
   args = parser.parse_args()
   gin.parse_config_file(args.gin_file)
   config = models.Seq2SeqConfig(vocab_size=args.vocab)
-  state = train.create_state(config, train.TrainConfig(),
-                             jax.random.PRNGKey(0))
+  train_config = train.TrainConfig()
+  state = train.create_state(config, train_config, jax.random.PRNGKey(0))
+  rate = np.float32(train_config.learning_rate)  # the peak rate
   rng = np.random.default_rng(0)
   print(f"{jax.device_count()} {jax.devices()[0].platform} device(s); "
         f"d_model {config.d_model}, {config.num_layers}+{config.num_layers} "
@@ -50,11 +51,13 @@ def main():
                   | {config.max_target_len})
   for width in widths:
     batch = _batch(rng, args.batch, args.input_len, width, args.vocab)
-    state, out = train.train_step(state, batch, jax.random.PRNGKey(1))
+    state, out = train.train_step(state, batch, jax.random.PRNGKey(1),
+                                    rate)
     jax.block_until_ready(out)
     start = time.perf_counter()
     for _ in range(args.steps):
-      state, out = train.train_step(state, batch, jax.random.PRNGKey(1))
+      state, out = train.train_step(state, batch, jax.random.PRNGKey(1),
+                                    rate)
     jax.block_until_ready(out)
     seconds = (time.perf_counter() - start) / args.steps
     print(f"train, targets {width:3d}: {seconds * 1e3:7.1f} ms/step, "

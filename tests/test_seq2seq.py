@@ -212,6 +212,59 @@ def test_length_buckets_keep_every_example(tmp_path):
 
 # ---- training, checkpoints, CLI --------------------------------------------
 
+@jax.jit
+def _schedule_step(state, batch):
+  """The step as `adamw(schedule)` takes it (the schedule in the state)."""
+  def compute(params):
+    logits = state.apply_fn({"params": params}, batch["encoder_input_tokens"],
+                            batch["decoder_input_tokens"])
+    return train.loss_fn(logits, batch["decoder_target_tokens"],
+                         batch["decoder_loss_weights"])[0]
+
+  return state.apply_gradients(grads=jax.grad(compute)(state.params))
+
+
+def test_step_rate_argument_is_adamw_schedule_exactly(twin_model):
+  """`train_step` takes the step's rate as an argument: the same bits as
+  `adamw(schedule)`, and one compile for runs of every schedule."""
+  from flax.training import train_state  # pylint: disable=g-import-not-at-top
+  import optax  # pylint: disable=g-import-not-at-top
+  model, params, inputs = twin_model
+  targets = np.random.RandomState(4).randint(1, TWIN.vocab_size, (4, 5))
+  batch = {"encoder_input_tokens": jnp.asarray(inputs),
+           "decoder_input_tokens": jnp.asarray(
+               np.pad(targets, ((0, 0), (1, 0)))[:, :-1]),
+           "decoder_target_tokens": jnp.asarray(targets),
+           "decoder_loss_weights": jnp.ones((4, 5), jnp.float32)}
+  compiled = []
+  for config in (train.TrainConfig(num_steps=5, warmup_steps=2,
+                                   learning_rate=1e-2, weight_decay=0.1),
+                 train.TrainConfig(num_steps=9, warmup_steps=1,
+                                   learning_rate=3e-3, weight_decay=0.1)):
+    schedule = optax.warmup_cosine_decay_schedule(
+        0.0, config.learning_rate, config.warmup_steps, config.num_steps,
+        end_value=config.learning_rate * 0.1)
+    rates = train.learning_rates(config)
+    assert rates.shape == (config.num_steps,) and rates[0] == 0.0
+    assert rates[config.warmup_steps] == np.float32(config.learning_rate)
+    state = train_state.TrainState.create(
+        apply_fn=model.apply, params=params, tx=train.make_optimizer(config))
+    want = train_state.TrainState.create(
+        apply_fn=model.apply, params=params,
+        tx=optax.adamw(schedule, weight_decay=config.weight_decay))
+    for step in range(4):
+      state, _ = train.train_step(state, batch, jax.random.PRNGKey(0),
+                                  rates[step])
+      want = _schedule_step(want, batch)
+    for a, b in zip(jax.tree_util.tree_leaves(state.params),
+                    jax.tree_util.tree_leaves(want.params)):
+      np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert jax.tree_util.tree_structure(state.opt_state) == \
+        jax.tree_util.tree_structure(want.opt_state)  # old checkpoints load
+    compiled.append(train.train_step._cache_size())  # pylint: disable=protected-access
+  assert compiled[1] == compiled[0]  # The second schedule compiled nothing.
+
+
 def _reverse_pairs(n, seed):
   words = ["".join(w) for w in itertools.product("abcd", repeat=3)]
   random.Random(seed).shuffle(words)

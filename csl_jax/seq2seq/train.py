@@ -52,19 +52,35 @@ def shardings(mesh):
 
 
 def make_optimizer(config: TrainConfig):
-  return _optimizer(config.learning_rate, config.warmup_steps,
-                    config.num_steps, config.weight_decay)
+  return _optimizer(config.weight_decay)
 
 
-# One object per setting: the jitted train step is keyed on the optimizer
-# (a static field of the state), so a fresh one would recompile the step for
-# every run of a process (seeds, resumed runs, an experiment's grid).
+# One object per setting: the jitted steps are keyed on the optimizer (a
+# static field of the state), so a fresh one would recompile them for every
+# run of a process (seeds, resumed runs, an experiment's grid).
 @functools.lru_cache(maxsize=None)
-def _optimizer(learning_rate, warmup_steps, num_steps, weight_decay):
+def _optimizer(weight_decay):
+  # AdamW at rate 1: `train_step` scales the update by the step's rate (an
+  # argument), so runs of other schedules (lengths, warm-ups, peak rates:
+  # pretraining then fine-tuning, a reverse model) share one compiled step.
+  # The state keeps the schedule's step count, as `adamw(schedule)` has it.
+  return optax.adamw(_unit_rate, weight_decay=weight_decay)
+
+
+def _unit_rate(count):
+  del count
+  return 1.0
+
+
+def learning_rates(config: TrainConfig) -> np.ndarray:
+  """[num_steps] float32: the rate of each step, warm-up then cosine decay
+  to a tenth (optax's schedule, evaluated as `adamw(schedule)` would)."""
   schedule = optax.warmup_cosine_decay_schedule(
-      0.0, learning_rate, max(warmup_steps, 1),
-      max(num_steps, warmup_steps + 1), end_value=learning_rate * 0.1)
-  return optax.adamw(schedule, weight_decay=weight_decay)
+      0.0, config.learning_rate, max(config.warmup_steps, 1),
+      max(config.num_steps, config.warmup_steps + 1),
+      end_value=config.learning_rate * 0.1)
+  return np.asarray(jax.jit(jax.vmap(schedule))(
+      jnp.arange(config.num_steps, dtype=jnp.int32)), np.float32)
 
 
 def create_state(model_config, train_config, rng):
@@ -83,7 +99,9 @@ def loss_fn(logits, targets, weights):
 
 
 @jax.jit
-def train_step(state, batch, rng):
+def train_step(state, batch, rng, learning_rate):
+  """One AdamW step at `learning_rate` (a float32 scalar, `learning_rates`
+  of the step): updates are exactly `adamw(schedule)`'s."""
   def compute(params):
     logits = state.apply_fn(
         {"params": params}, batch["encoder_input_tokens"],
@@ -94,8 +112,15 @@ def train_step(state, batch, rng):
 
   (loss, accuracy), grads = jax.value_and_grad(compute, has_aux=True)(
       state.params)
-  return state.apply_gradients(grads=grads), {"loss": loss,
-                                              "accuracy": accuracy}
+  updates, opt_state = state.tx.update(grads, state.opt_state, state.params)
+  # The optimizer negated the update at rate 1; the sign flip is exact, so
+  # this is the product `adamw(schedule)` forms.
+  updates = jax.tree_util.tree_map(
+      lambda u: learning_rate.astype(u.dtype) * u, updates)
+  state = state.replace(step=state.step + 1,
+                        params=optax.apply_updates(state.params, updates),
+                        opt_state=opt_state)
+  return state, {"loss": loss, "accuracy": accuracy}
 
 
 @jax.jit
@@ -330,6 +355,7 @@ def train(out_dir: str, task: str,
                                   seed=config.seed, num_epochs=None,
                                   bucket_width=config.bucket_width)
   batches = input_pipeline.numpy_batches(ds.skip(start), config.bucket_width)
+  rates = learning_rates(config)
   summaries = TensorBoardWriter(os.path.join(out_dir, "tensorboard"))
   metrics: Dict[str, Any] = {"start_step": start}
   history, timed_steps, timed_seconds = [], 0, 0.0
@@ -342,7 +368,7 @@ def train(out_dir: str, task: str,
     shape = tuple(v.shape for v in batch.values())
     batch = jax.device_put(batch, data_sharding)
     tick = time.time()
-    state, out = train_step(state, batch, rng)
+    state, out = train_step(state, batch, rng, rates[step])
     out = jax.device_get(out)  # Waits, so the timing is of the step.
     if shape in shapes:  # A new shape's first step compiles.
       timed_steps += 1
