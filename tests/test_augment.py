@@ -124,13 +124,15 @@ def test_only_changed_stages_rerun(run_dir, small_scan):
 
 
 def test_selection_writes_a_seeded_subset(run_dir, small_scan):
-  assert _run(run_dir, small_scan, "--select", "random", "--select_num",
-              "500") == 0
-  chosen = tsv.read_tsv(os.path.join(run_dir, "csl", "random_500",
-                                     "synthetic.tsv"))
+  # Two selectors: each its own subset of the same candidates.
+  assert _run(run_dir, small_scan, "--select", "random", "uat",
+              "--select_num", "500") == 0
   pool = set(tsv.read_tsv(os.path.join(run_dir, "csl", "candidates.tsv")))
-  assert len(chosen) == 500 and set(chosen) <= pool
-  assert _cached(run_dir)["csl/random_500"] is False
+  for selector in ("random", "uat"):
+    chosen = tsv.read_tsv(os.path.join(run_dir, "csl", f"{selector}_500",
+                                       "synthetic.tsv"))
+    assert len(chosen) == 500 and set(chosen) <= pool
+    assert _cached(run_dir)[f"csl/{selector}_500"] is False
 
 
 def test_bad_flags_stop_before_work(tmp_path, capsys, small_scan):

@@ -116,6 +116,13 @@ def test_grid_expansion():
                   "geca_random_50"]
   assert grid.data_rows(["csl"], ["original", "csl"], None, None) == [
       "original", "csl"]
+  # Several selectors: a subset row per method and selector.
+  assert grid.data_rows(["csl"], None, "random,uat", 9) == [
+      "original", "csl", "csl_random_9", "csl_uat_9"]
+  assert grid.data_rows(["csl"], None, ["cmaxent"], 9)[-1] == \
+      "csl_cmaxent_9"
+  with pytest.raises(InputError, match="unknown selector 'nope'"):
+    grid.data_rows(["csl"], None, ["random", "nope"], 9)
   cells = grid.expand(["jump", "length"], ["original", "csl"], [0, 1, 2])
   assert len(cells) == 12
   assert cells[0] == grid.Cell("jump", "original", 0)

@@ -22,9 +22,10 @@ def add_parser(subparsers) -> None:
   p.add_argument("--method", action="append", dest="methods",
                  choices=methods.names(),
                  help="repeatable; default: csl")
-  p.add_argument("--select", choices=selection.names(),
-                 help="keep a selector's subset of each method's candidates")
-  p.add_argument("--select_num", type=int, help="how many it keeps")
+  p.add_argument("--select", nargs="+", choices=selection.names(),
+                 help="keep each selector's subset of each method's "
+                 "candidates (one or more)")
+  p.add_argument("--select_num", type=int, help="how many each keeps")
   p.add_argument("--select_seed", type=int, help="default: 0")
   p.add_argument("--wait", action="store_true", default=None,
                  help="wait for another run holding --out instead of "

@@ -11,6 +11,7 @@ import dataclasses
 import re
 from typing import List, Optional, Sequence
 
+from csl_jax import selection
 from csl_jax.errors import InputError
 
 ORIGINAL = "original"
@@ -34,15 +35,17 @@ class Cell:
 
 
 def data_rows(methods: Sequence[str], data: Optional[Sequence[str]],
-              select: Optional[str], select_num: Optional[int]
-              ) -> List[str]:
+              select, select_num: Optional[int]) -> List[str]:
   """The training-data rows: `data` as given, else `original`, each method
-  and, with a selector, each method's subset `m_<select>_<k>`.
+  and, with selectors (`selection.parse`), each method's subsets
+  `m_<selector>_<k>`.
 
   Raises:
-    InputError: a row that names no method of the experiment.
+    InputError: a row that names no method of the experiment, or an
+      unknown selector.
   """
-  subsets = [f"{m}_{select}_{select_num}" for m in methods] if select else []
+  subsets = [f"{m}_{s}_{select_num}" for m in methods
+             for s in selection.parse(select)]
   known = [ORIGINAL] + list(methods) + subsets
   if data is None:
     return known

@@ -28,11 +28,12 @@ import os
 import shutil
 import sys
 import time
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 import gin
 
 from csl_jax import configs
+from csl_jax import selection
 from csl_jax.data import registry as data_registry
 from csl_jax.data import tsv
 from csl_jax.errors import InputError
@@ -282,7 +283,7 @@ def experiment(out_dir: str,
                dataset_options: Optional[Mapping[str, Any]] = None,
                methods: Sequence[str] = ("csl",),
                data: Optional[Sequence[str]] = None,
-               select: Optional[str] = None,
+               select: Union[None, str, Sequence[str]] = None,
                select_num: Optional[int] = None,
                seeds: Sequence[int] = (0, 1, 2),
                regime: str = "mixture",
@@ -307,7 +308,8 @@ def experiment(out_dir: str,
     methods: augmentation methods run on every split.
     data: the table's rows: `original`, methods, `m_<select>_<k>`
       subsets (default: all of them).
-    select, select_num: a selector's subset of each method's candidates.
+    select, select_num: selectors (a list, one name or "a,b") and the
+      size of each one's subset of each method's candidates.
     seeds: each seed sets the model's initialization, data order and (with
       `synthetic_per_seed`) synthetic sampling and selection.
     regime: `mixture` (1:1 original:synthetic, the default) or
@@ -358,6 +360,7 @@ def experiment(out_dir: str,
   model_config = models.Seq2SeqConfig()
   train_config = train_lib.TrainConfig()
   cells = grid_lib.expand(splits, rows, seeds)
+  selectors = selection.parse(select)
   name = name or os.path.basename(os.path.abspath(out_dir))
   meta = {"name": name, "dataset": dataset, "splits": splits,
           "data": rows, "seeds": seeds, "regime": regime,
@@ -367,10 +370,12 @@ def experiment(out_dir: str,
           "batch_size": train_config.batch_size,
           "model": configs.to_json(dataclasses.asdict(model_config)),
           "train": configs.to_json(dataclasses.asdict(train_config)),
-          "methods": methods, "select": select, "select_num": select_num,
+          "methods": methods, "select": selectors or None,
+          "select_num": select_num,
           "num_cells": len(cells)}
   needed = [m for m in methods if any(
-      r == m or r.startswith(f"{m}_{select}_") for r in rows)]
+      r == m or any(r.startswith(f"{m}_{s}_") for s in selectors)
+      for r in rows)]
   with lock.run_lock(out_dir, wait):
     atomic_write_json(os.path.join(out_dir, "experiment.json"), meta)
     _say(f"{len(cells)} cells: {len(splits)} split(s) × {len(rows)} "

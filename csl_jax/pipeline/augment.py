@@ -13,7 +13,7 @@ One process at a time holds the directory (`lock.run_lock`).
 
 import os
 import shutil
-from typing import Any, Dict, Mapping, Optional, Sequence
+from typing import Any, Dict, Mapping, Optional, Sequence, Union
 
 import gin
 
@@ -82,7 +82,8 @@ def select_stage(selector: str, k: int, seed: int, candidates: str,
 def augment(run_dir: str, dataset: str = "scan", split: Optional[str] = None,
             data_dir: Optional[str] = None,
             dataset_options: Optional[Mapping[str, Any]] = None,
-            methods: Sequence[str] = ("csl",), select: Optional[str] = None,
+            methods: Sequence[str] = ("csl",),
+            select: Union[None, str, Sequence[str]] = None,
             select_num: Optional[int] = None, select_seed: int = 0,
             wait: bool = False) -> Dict[str, Any]:
   """Runs the pipeline into `run_dir`; returns the run summary.
@@ -94,15 +95,15 @@ def augment(run_dir: str, dataset: str = "scan", split: Optional[str] = None,
     data_dir: the dataset's files (not needed for SCAN).
     dataset_options: extra loader options (SCAN `seed`, COGS `primitives`).
     methods: the methods to run, `csl_jax.methods` registry names.
-    select: a selector name (`csl_jax.selection`), or None.
-    select_num: how many candidates the selector keeps.
-    select_seed: the selector's seed.
+    select: selector names (`csl_jax.selection`: a list, one name or
+      "a,b"), each keeping its own subset of every method's candidates.
+    select_num: how many candidates each selector keeps.
+    select_seed: the selectors' seed.
     wait: wait for another process holding `run_dir` instead of stopping.
   """
-  if select and (select_num is None or select_num < 1):
+  selectors = selection.parse(select)  # fail before any work on a bad name
+  if selectors and (select_num is None or select_num < 1):
     raise InputError("--select needs --select_num K with K >= 1")
-  if select:
-    selection.get(select)  # fail before any work on a bad name
   chosen = [method_base.get(m) for m in methods]
   options = dict(dataset_options or {})
   with lock.run_lock(run_dir, wait):
@@ -131,8 +132,8 @@ def augment(run_dir: str, dataset: str = "scan", split: Optional[str] = None,
       candidates = os.path.join(workdir, "candidates.tsv")
       _publish(last["candidates"], candidates)
       _publish(candidates, os.path.join(workdir, "synthetic.tsv"))
-      if select:
-        stage = select_stage(select, select_num, select_seed, candidates,
+      for selector in selectors:
+        stage = select_stage(selector, select_num, select_seed, candidates,
                              run_data.train)
         stage_summaries[stage.name] = cache.run_stage(stage,
                                                       stage.path(workdir))

@@ -2,4 +2,4 @@
 
 from csl_jax.selection import random  # pylint: disable=redefined-builtin
 from csl_jax.selection import cmaxent, uat  # UAT, CMaxEnt, CMaxEnt+UAT
-from csl_jax.selection.base import add, get, names
+from csl_jax.selection.base import add, get, names, parse

@@ -38,3 +38,18 @@ def get(name: str) -> Selector:
 
 def names() -> List[str]:
   return sorted(_SELECTORS)
+
+
+def parse(select) -> List[str]:
+  """Selector names from None, a name, "a,b" or a list; each must exist.
+
+  Several selectors over the same candidates compare their subsets in one
+  run (or one experiment): `m_<selector>_<k>` for each.
+  """
+  if not select:
+    return []
+  items = select.split(",") if isinstance(select, str) else list(select)
+  chosen = list(dict.fromkeys(n.strip() for n in items if n.strip()))
+  for n in chosen:
+    get(n)
+  return chosen
