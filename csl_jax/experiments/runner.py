@@ -343,7 +343,8 @@ def experiment(out_dir: str,
   methods = grid_lib.check_names("methods", methods) if methods else []
   for m in methods:
     method_base.get(m)
-  rows = grid_lib.data_rows(methods, data, select, select_num)
+  selectors = selection.parse(select)
+  rows = grid_lib.data_rows(methods, data, selectors, select_num)
   seeds = grid_lib.check_seeds(seeds)
   if regime not in grid_lib.REGIMES:
     raise InputError(f"experiment.regime: {regime!r}; valid: "
@@ -360,7 +361,6 @@ def experiment(out_dir: str,
   model_config = models.Seq2SeqConfig()
   train_config = train_lib.TrainConfig()
   cells = grid_lib.expand(splits, rows, seeds)
-  selectors = selection.parse(select)
   name = name or os.path.basename(os.path.abspath(out_dir))
   meta = {"name": name, "dataset": dataset, "splits": splits,
           "data": rows, "seeds": seeds, "regime": regime,
@@ -402,7 +402,7 @@ def experiment(out_dir: str,
               run_dir, dataset=dataset,
               split=split if spec.splits else None,
               data_dir=data_dir, dataset_options=dataset_options,
-              methods=needed, select=select, select_num=select_num,
+              methods=needed, select=selectors, select_num=select_num,
               select_seed=seed if per_seed else 0, wait=wait)
         cached = all(s.get("cached") for s in summary["stages"].values())
         _say(f"augment {split} seed {seed}: {run_dir} "
