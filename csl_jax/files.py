@@ -4,21 +4,30 @@ of the user's text inputs."""
 import io
 import json
 import os
-from typing import Any
+from typing import Any, Iterable, Union
 
 from csl_jax.errors import InputError
 
 
-def atomic_write_text(path: str, text: str) -> None:
-  """Writes a file so that readers never see a partial one."""
+def atomic_write_text(path: str, text: Union[str, Iterable[str]]) -> None:
+  """Writes a file so that readers never see a partial one. `text` may be
+  an iterable of pieces, written as they come (memory: one piece)."""
   path = os.fspath(path)
   directory = os.path.dirname(os.path.abspath(path))
   os.makedirs(directory, exist_ok=True)
   tmp = f"{path}.tmp.{os.getpid()}"
-  with io.open(tmp, "w", encoding="utf-8", newline="\n") as f:
-    f.write(text)
-    f.flush()
-    os.fsync(f.fileno())
+  try:
+    with io.open(tmp, "w", encoding="utf-8", newline="\n") as f:
+      if isinstance(text, str):
+        f.write(text)
+      else:
+        f.writelines(text)
+      f.flush()
+      os.fsync(f.fileno())
+  except BaseException:
+    if os.path.exists(tmp):
+      os.remove(tmp)
+    raise
   os.replace(tmp, path)
 
 

@@ -110,15 +110,20 @@ def read_tsv(path: str, skip_malformed: bool = False,
 
 
 def write_tsv(path: str, examples: Iterable[Sequence[str]]) -> int:
-  """Writes examples atomically; returns the number written."""
+  """Writes examples atomically, streaming (memory: one line); returns the
+  number written."""
   path = os.fspath(path)
-  lines = []
-  for i, ex in enumerate(examples):
-    inp, out = ex[0], ex[1]
-    for side, text in (("input", inp), ("output", out)):
-      if not text or "\t" in text or "\n" in text:
-        raise ValueError(f"example {i}: {side} {text!r} is empty or has a "
-                         "tab/newline and cannot be written as TSV")
-    lines.append(f"{inp}\t{out}\n")
-  atomic_write_text(path, "".join(lines))
-  return len(lines)
+  count = [0]
+
+  def lines():
+    for i, ex in enumerate(examples):
+      inp, out = ex[0], ex[1]
+      for side, text in (("input", inp), ("output", out)):
+        if not text or "\t" in text or "\n" in text:
+          raise ValueError(f"example {i}: {side} {text!r} is empty or has a "
+                           "tab/newline and cannot be written as TSV")
+      count[0] += 1
+      yield f"{inp}\t{out}\n"
+
+  atomic_write_text(path, lines())
+  return count[0]

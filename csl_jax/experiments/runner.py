@@ -52,6 +52,7 @@ from csl_jax.pipeline import lock
 _BOOKKEEPING = ("log_every", "checkpoint_every", "eval_split")
 # The CSL sampler's seed: each cell's seed draws its own synthetic data.
 SYNTHETIC_SEED_PARAMS = ("SampleConfig.seed",)
+MIXINGS = ("equal", "union")
 
 
 def _say(line: str) -> None:
@@ -149,6 +150,7 @@ class _Context:
   decode_batch_size: int
   model_config: Any
   train_config: Any
+  mixing: str = "equal"
 
 
 def _train_vocab(directory: str, files: Sequence[str], model_type: str
@@ -159,6 +161,22 @@ def _train_vocab(directory: str, files: Sequence[str], model_type: str
   return {"model": path, "num_tokens": num_tokens,
           "vocab_size": tasks.vocab.get_vocabulary(
               "sentencepiece", path).vocab_size}
+
+
+def _new_tokens(known_files: Sequence[str],
+                files: Sequence[Optional[str]]) -> List[str]:
+  """Tokens of `files` (TSVs, read a line at a time) that none of
+  `known_files` has, sorted."""
+  known, new = set(), set()
+  for path in known_files:
+    for ex in tsv.read_tsv(path):
+      known.update(ex.input.split())
+      known.update(ex.output.split())
+  for path in sorted({f for f in files if f}):
+    with open(path, encoding="utf-8") as f:
+      for line in f:
+        new.update(line.split())
+  return sorted(new - known)
 
 
 def _cell_stage(cell: grid_lib.Cell, run_dir: str, synthetic: Optional[str],
@@ -183,6 +201,9 @@ def _cell_stage(cell: grid_lib.Cell, run_dir: str, synthetic: Optional[str],
       "train": configs.to_json({k: v for k, v in dataclasses.asdict(
           train_config).items() if k not in _BOOKKEEPING}),
       "finetune_steps": ctx.finetune_steps if pretrain else None,
+      # Only when set: cells of grids before the option keep their keys.
+      **({"mixing": ctx.mixing} if ctx.mixing != "equal" and
+         cell.data != grid_lib.ORIGINAL and not pretrain else {}),
       "decode": {"beam_size": ctx.beam_size, "parts": list(ctx.eval_parts)},
   }
   name = _task_name(ctx.dataset, cell.split)
@@ -295,6 +316,7 @@ def experiment(out_dir: str,
                synthetic_seed_params: Sequence[str] = SYNTHETIC_SEED_PARAMS,
                synthetic_per_seed: bool = True,
                vocab_model_type: str = "word",
+               mixing: str = "equal",
                wait: bool = False) -> Dict[str, Any]:
   """Runs (or resumes) the grid into `out_dir`; returns its summary.
 
@@ -325,6 +347,9 @@ def experiment(out_dir: str,
       its augmentation runs.
     synthetic_per_seed: one augmentation run per seed (else one per split).
     vocab_model_type: SentencePiece model type of the vocabulary.
+    mixing: regime `mixture`'s rates: "equal" (original and synthetic
+      drawn 1:1) or "union" (in proportion to their sizes: one shuffled
+      union, as primitive augmentation and AugZero train).
     wait: wait for another process holding `out_dir` instead of stopping.
   """
   # pylint: disable=g-import-not-at-top
@@ -346,6 +371,9 @@ def experiment(out_dir: str,
   selectors = selection.parse(select)
   rows = grid_lib.data_rows(methods, data, selectors, select_num)
   seeds = grid_lib.check_seeds(seeds)
+  if mixing not in MIXINGS:
+    raise InputError(f"experiment.mixing: {mixing!r}; valid: "
+                     f"{', '.join(MIXINGS)}")
   if regime not in grid_lib.REGIMES:
     raise InputError(f"experiment.regime: {regime!r}; valid: "
                      f"{', '.join(grid_lib.REGIMES)}")
@@ -365,6 +393,7 @@ def experiment(out_dir: str,
   meta = {"name": name, "dataset": dataset, "splits": splits,
           "data": rows, "seeds": seeds, "regime": regime,
           "finetune_steps": finetune_steps if regime != "mixture" else None,
+          "mixing": mixing if regime == "mixture" else None,
           "eval_parts": eval_parts, "beam_size": beam_size,
           "num_steps": train_config.num_steps,
           "batch_size": train_config.batch_size,
@@ -423,6 +452,17 @@ def experiment(out_dir: str,
         if not os.path.exists(os.path.join(data_out, f"{part}.tsv")):
           raise InputError(f"experiment.eval_parts: {dataset} {split} has "
                            f"no {part} part", data_out)
+      # Methods that make new tokens (primaug, augzero): the vocabulary
+      # has them too, listed in a file of its inputs (only then: the
+      # vocabulary of other grids keeps its key).
+      extra = _new_tokens(part_files, [
+          tasks.registry.find_methods(run_dirs[(split, s)])[0].get(m)
+          for m in needed if getattr(method_base.get(m), "adds_tokens", False)
+          for s in seeds])
+      if extra:
+        path = os.path.join(out_dir, "vocab", f"{split}_new_tokens.tsv")
+        atomic_write_text(path, "".join(f"{t}\t{t}\n" for t in extra))
+        part_files.append(path)
       stage = method_base.Stage(
           "vocab", part_files, {"model_type": vocab_model_type},
           lambda d, files=part_files: _train_vocab(d, files,
@@ -433,21 +473,28 @@ def experiment(out_dir: str,
       vocabs[split] = os.path.join(vocab_dir, "spm.model")
     # 3. The cells.
     ctx = _Context(out_dir, dataset, regime, finetune_steps, eval_parts,
-                   beam_size, decode_batch_size, model_config, train_config)
+                   beam_size, decode_batch_size, model_config, train_config,
+                   mixing)
     records, cell_dirs, seconds = [], {}, []
     for index, cell in enumerate(cells, start=1):
       run_dir = run_dirs[(cell.split, cell.seed)]
       vocabulary = tasks.vocab.get_vocabulary("sentencepiece",
                                               vocabs[cell.split])
       task = _task_name(dataset, cell.split)
+      found, _ = tasks.registry.find_methods(run_dir)
+      rates = {}
+      if mixing == "union" and cell.data != grid_lib.ORIGINAL:
+        rates = {"original_rate": float(_count_lines(os.path.join(
+            run_dir, augment_lib.DATA_DIR, "train.tsv"))),
+                 "synthetic_rate": {cell.data: float(_count_lines(
+                     found.get(cell.data)))}}
       try:
-        names = tasks.register_run(run_dir, name=task, vocabulary=vocabulary)
+        tasks.register_run(run_dir, name=task, vocabulary=vocabulary,
+                           **rates)
       except ValueError as e:
         raise InputError(str(e)) from None
-      del names
       synthetic = None
       if cell.data != grid_lib.ORIGINAL:
-        found, _ = tasks.registry.find_methods(run_dir)
         synthetic = found.get(cell.data)
         if not synthetic:
           raise InputError(f"{run_dir} has no synthetic data of "

@@ -1,0 +1,79 @@
+"""AugZero as a method of the pipeline: one stage, `generate`.
+
+`RUN/augzero/generate/` gets `candidates.tsv` (copies 2..k of the training
+set, streamed: memory does not grow with k) and `stats.json` (sizes,
+vocabularies, time, peak memory). Settings: `augzero.AugZeroConfig.k`.
+"""
+
+import os
+import resource
+import time
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+import gin
+
+from csl_jax import configs
+from csl_jax.methods import base
+from csl_jax.methods.augzero.augment import AugZeroConfig
+
+
+def generate(out_dir: str, train_path: str,
+             config: AugZeroConfig) -> Dict[str, Any]:
+  # pylint: disable=g-import-not-at-top
+  from csl_jax.data.tsv import read_tsv, write_tsv
+  from csl_jax.files import atomic_write_json
+  from csl_jax.methods.augzero import augment as augment_lib
+  # pylint: enable=g-import-not-at-top
+  start = time.time()
+  train = [tuple(x) for x in read_tsv(train_path)]
+  candidates = os.path.join(out_dir, "candidates.tsv")
+  written = write_tsv(candidates, augment_lib.copies(train, config,
+                                                     train_path))
+  vocab_in = {t for x, _ in train for t in x.split()}
+  vocab_out = {t for _, y in train for t in y.split()}
+  stats = {
+      "k": config.k, "num_original": len(train), "generated": written,
+      "num_total": len(train) + written,
+      "vocab_input": [len(vocab_in), config.k * len(vocab_in)],
+      "vocab_output": [len(vocab_out), config.k * len(vocab_out)],
+      "total_seconds": round(time.time() - start, 3),
+      "peak_rss_gb": round(resource.getrusage(
+          resource.RUSAGE_SELF).ru_maxrss / 2**20, 3),
+      "candidates_bytes": os.path.getsize(candidates)}
+  atomic_write_json(os.path.join(out_dir, "stats.json"), stats)
+  return {**stats, "candidates": candidates}
+
+
+@gin.configurable(module="augzero")
+class AugZero:
+  """AugZero (Zhou et al. 2023 §4.3): k copies of the vocabulary."""
+  name = "augzero"
+  # New tokens (copies): an experiment's vocabulary must have them.
+  adds_tokens = True
+
+  def __init__(self, config: Optional[AugZeroConfig] = None):
+    self.config = config if config is not None else AugZeroConfig()
+
+  def stages(self, data: base.RunData, workdir: str) -> List[base.Stage]:
+    del workdir
+    train = data.train
+    return [base.Stage("generate", [train],
+                       {"augzero": configs.to_json(self.config)},
+                       lambda d: generate(d, train, self.config))]
+
+  def report_rows(self, summaries: Mapping[str, dict]
+                  ) -> List[Tuple[str, str]]:
+    s = summaries["generate"]
+    return [
+        ("augzero k", str(s["k"])),
+        ("augzero training pairs (original + copies)",
+         f'{s["num_original"]:,} + {s["generated"]:,} = {s["num_total"]:,}'),
+        ("augzero input / output vocabulary",
+         f'{s["vocab_input"][0]} -> {s["vocab_input"][1]} / '
+         f'{s["vocab_output"][0]} -> {s["vocab_output"][1]}'),
+        ("augzero time / peak RSS",
+         f'{s["total_seconds"]:.1f} s / {s["peak_rss_gb"]:.2f} GB'),
+    ]
+
+
+base.add(AugZero.name, AugZero)

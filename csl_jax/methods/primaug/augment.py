@@ -1,0 +1,127 @@
+"""K× primitive augmentation (Zhou et al. 2023 §3, App. C.1; Jiang et al.
+2022): new primitives that copy a primitive's behaviour.
+
+1. Primitives: the training set's lexicon (`csl_jax.data.lexicon`, Eq. 1):
+   input tokens and output tokens that occur in exactly the same examples.
+   Tokens with the same occurrences form one unit (GeoQuery's `sea level`
+   -> `0 elevation_2`) and are copied together, so copies stay a bijection.
+   No task knowledge: SCAN's six primitives and GeoQuery's entity
+   placeholders come out of the data.
+2. Each unit has K forms: itself (copy 1) and copies 2..K (`jump@2`,
+   `I_JUMP@2`; `csl_jax.data.token_copies`). For each training example with
+   primitives, up to 2K attempts each draw a form per unit (uniformly,
+   independently); new distinct pairs are kept until K - 1 of them.
+
+So the augmented set, original included, is at most K times the original
+("x20 = 20 times": the ambiguity of §3 resolved as in
+`../shared/design/peers.md` §4.1). Mapping every copy back to its original
+gives back the source example, so the new pairs are as correct as the
+training pairs.
+"""
+
+import collections
+import dataclasses
+import time
+from typing import Any, Dict, Iterator, List, Sequence, Tuple
+
+import gin
+import numpy as np
+
+from csl_jax.data import lexicon as lexicon_lib
+from csl_jax.data import token_copies
+from csl_jax.errors import InputError
+
+Pair = Tuple[str, str]
+
+
+@gin.configurable(module="primaug")
+@dataclasses.dataclass(frozen=True)
+class PrimAugConfig:
+  """Attributes:
+    factor: K: forms per primitive (itself + K - 1 copies); the augmented
+      set is at most K times the original (the paper: 2, 20, 200).
+    attempts: draws per example, at most, as a multiple of K (paper: 2).
+    seed: seeds the draws.
+  """
+  factor: int = 20
+  attempts: int = 2
+  seed: int = 0
+
+  def __post_init__(self):
+    if self.factor < 2:
+      raise InputError(f"primaug factor must be >= 2, got {self.factor}")
+    if self.attempts < 1:
+      raise InputError(f"primaug attempts must be >= 1, got {self.attempts}")
+
+
+def units(pairs: Sequence[Pair]) -> List[Tuple[Tuple[str, ...],
+                                               Tuple[str, ...]]]:
+  """The lexicon's pairs grouped by occurrence: (input tokens, output
+  tokens) that are copied together, sorted."""
+  # Pairs of one unit share their occurrences: group by them.
+  groups = collections.defaultdict(lambda: (set(), set()))
+  occurs = {}
+  for i, (x, y) in enumerate(pairs):
+    for side, text in ((0, x), (1, y)):
+      for t in text.split():
+        occurs.setdefault((side, t), []).append(i)
+  for v, w in lexicon_lib.lexicon(pairs):
+    key = tuple(occurs[(0, v)])
+    groups[key][0].add(v)
+    groups[key][1].add(w)
+  return sorted((tuple(sorted(a)), tuple(sorted(b)))
+                for a, b in groups.values())
+
+
+def augment(pairs: Sequence[Pair], config: PrimAugConfig,
+            source: str = None) -> Tuple[Iterator[Pair], Dict[str, Any]]:
+  """The new pairs (a generator, in example order) and a stats dict that is
+  complete once the generator is exhausted."""
+  token_copies.check_no_separator(pairs, source)
+  found = units(pairs)
+  unit_in, unit_out = {}, {}
+  for u, (ins, outs) in enumerate(found):
+    unit_in.update((t, u) for t in ins)
+    unit_out.update((t, u) for t in outs)
+  stats = {"factor": config.factor, "attempts_per_example":
+           config.attempts * config.factor, "seed": config.seed,
+           "num_original": len(pairs), "num_units": len(found),
+           "units": [[list(a), list(b)] for a, b in found],
+           "num_with_primitives": 0, "generated": 0, "draws": 0,
+           "per_example": {}}
+
+  def generate():
+    start = time.time()
+    per_example = collections.Counter()
+    for i, (x, y) in enumerate(pairs):
+      present = sorted({unit_in[t] for t in x.split() if t in unit_in})
+      if not present:
+        continue
+      stats["num_with_primitives"] += 1
+      # All of the example's draws at once. A draw counts when its forms
+      # are new; all copy 1 is the example itself.
+      draws = np.random.default_rng([config.seed, i]).integers(
+          1, config.factor + 1,
+          (config.attempts * config.factor, len(present))).tolist()
+      seen = {(1,) * len(present)}
+      new = 0
+      for row in draws:
+        if new == config.factor - 1:
+          break
+        stats["draws"] += 1
+        row = tuple(row)
+        if row in seen:
+          continue
+        seen.add(row)
+        new += 1
+        forms = dict(zip(present, row))
+        yield (" ".join(token_copies.copy_token(t, forms[unit_in[t]])
+                        if t in unit_in else t for t in x.split()),
+               " ".join(token_copies.copy_token(t, forms[unit_out[t]])
+                        if t in unit_out else t for t in y.split()))
+      per_example[new] += 1
+    stats["generated"] = sum(k * v for k, v in per_example.items())
+    stats["per_example"] = {str(k): v for k, v in sorted(per_example.items())}
+    stats["seconds"] = round(time.time() - start, 3)
+
+  return generate(), stats

@@ -1,0 +1,176 @@
+"""Zhou et al. 2023's data factors: the primitive lexicon (Eq. 1), K×
+primitive augmentation (`primaug`) and AugZero (`augzero`), through the
+pipeline too. Hand-made data whose answers are counted by hand, and SCAN
+(generated here)."""
+
+import collections
+import os
+
+import pytest
+
+from csl_jax.data import lexicon as lexicon_lib
+from csl_jax.data import scan
+from csl_jax.data import token_copies
+from csl_jax.data import tsv
+from csl_jax.errors import InputError
+from csl_jax.methods.augzero import augment as augzero
+from csl_jax.methods.primaug import augment as primaug
+
+# `walk`/`jump` and their actions occur in exactly the same pairs; `twice`
+# occurs with no single output token; `sea level` -> `0` always together.
+PAIRS = [("walk", "W"), ("jump", "J"), ("walk twice", "W W"),
+         ("jump twice", "J J"), ("walk and jump", "W J"),
+         ("walk at sea level", "W 0"), ("jump", "J")]
+
+
+def test_lexicon_by_hand():
+  # `at` occurs exactly where `0` does: Eq. 1 keeps it (it cannot tell a
+  # function word seen once from a primitive) ...
+  assert lexicon_lib.lexicon(PAIRS) == [
+      ("at", "0"), ("jump", "J"), ("level", "0"), ("sea", "0"),
+      ("walk", "W")]
+  # ... until it occurs without `0`; `twice` and `and` never qualify.
+  assert lexicon_lib.lexicon(PAIRS + [("walk at", "W")]) == [
+      ("jump", "J"), ("level", "0"), ("sea", "0"), ("walk", "W")]
+
+
+def test_lexicon_of_scan_is_its_six_primitives():
+  train, _ = scan.make_split("addprim_jump")
+  assert lexicon_lib.lexicon([(e.input, e.output) for e in train]) == [
+      ("jump", "I_JUMP"), ("left", "I_TURN_LEFT"), ("look", "I_LOOK"),
+      ("right", "I_TURN_RIGHT"), ("run", "I_RUN"), ("walk", "I_WALK")]
+
+
+def test_units_copy_co_occurring_tokens_together():
+  assert primaug.units(PAIRS) == [(("at", "level", "sea"), ("0",)),
+                                  (("jump",), ("J",)),
+                                  (("walk",), ("W",))]
+
+
+def _unit_copies(text, units_of):
+  """{unit: the copy indices its tokens carry in `text`}."""
+  found = collections.defaultdict(set)
+  for token in text.split():
+    base = token_copies.original_token(token)
+    if base in units_of:
+      index = int(token.rpartition("@")[2]) if base != token else 1
+      found[units_of[base]].add(index)
+  return found
+
+
+@pytest.mark.parametrize("factor", [2, 5])
+def test_primaug_copies_are_consistent_distinct_and_map_back(factor):
+  config = primaug.PrimAugConfig(factor=factor, seed=3)
+  new, stats = primaug.augment(PAIRS, config)
+  new = list(new)
+  found = primaug.units(PAIRS)
+  units_in = {t: u for u, (a, _) in enumerate(found) for t in a}
+  units_out = {t: u for u, (_, b) in enumerate(found) for t in b}
+  back = collections.Counter()
+  for x, y in new:
+    source = (" ".join(map(token_copies.original_token, x.split())),
+              " ".join(map(token_copies.original_token, y.split())))
+    assert source in PAIRS
+    back[source] += 1
+    # One copy per unit, the same on both sides (`sea@3 level@3` -> `0@3`).
+    cx, cy = _unit_copies(x, units_in), _unit_copies(y, units_out)
+    assert cx == cy and all(len(v) == 1 for v in cx.values())
+    assert all(1 <= min(v) <= factor for v in cx.values())
+  # At most K - 1 new pairs per example, distinct per example (a pair
+  # listed twice, like the data's `jump`, may get the same copy twice: the
+  # data's repetition is kept), none an original pair.
+  assert not set(new) & set(PAIRS)
+  counts = collections.Counter(new)
+  assert {token_copies.original_token(p[0]) for p, n in counts.items()
+          if n > 1} == {"jump"}
+  # `jump` is listed twice: its two examples each get their own copies.
+  for pair in set(PAIRS):
+    assert back[pair] <= (factor - 1) * PAIRS.count(pair)
+  assert stats["generated"] == len(new)
+  assert stats["draws"] <= 2 * factor * len(PAIRS)
+  assert stats["num_with_primitives"] == len(PAIRS)
+  # Seeded: the same seed, the same pairs; another seed, others.
+  assert list(primaug.augment(PAIRS, config)[0]) == new
+  if factor == 5:
+    assert list(primaug.augment(
+        PAIRS, primaug.PrimAugConfig(factor=5, seed=4))[0]) != new
+
+
+def test_primaug_on_scan_pairs_are_scan_pairs():
+  """Renaming a copy back gives the source pair, so each new pair is a
+  correct SCAN pair of renamed primitives; K = 2 gives at most one each."""
+  train, _ = scan.make_split("addprim_jump")
+  pairs = [(e.input, e.output) for e in train[:300]] + [("jump", "I_JUMP")]
+  new, stats = primaug.augment(pairs, primaug.PrimAugConfig(factor=2))
+  new = list(new)
+  for x, y in new:
+    back = " ".join(map(token_copies.original_token, x.split()))
+    assert scan.interpret(back) == " ".join(
+        map(token_copies.original_token, y.split()))
+  assert ("jump@2", "I_JUMP@2") in new
+  assert stats["num_units"] == 6 and len(new) <= len(pairs)
+  assert sum(stats["per_example"].values()) == len(pairs)
+
+
+def test_augzero_is_k_bijective_copies():
+  k = 4
+  new = list(augzero.copies(PAIRS, augzero.AugZeroConfig(k=k)))
+  assert len(PAIRS) + len(new) == k * len(PAIRS)
+  vocab = lambda side, rows: {t for r in rows for t in r[side].split()}
+  for side in (0, 1):
+    assert len(vocab(side, PAIRS + new)) == k * len(vocab(side, PAIRS))
+  # Copy i (i = 2..k) is the training set, token by token renamed.
+  for i in range(2, k + 1):
+    block = new[(i - 2) * len(PAIRS):(i - 1) * len(PAIRS)]
+    assert [tuple(" ".join(map(token_copies.original_token, s.split()))
+                  for s in pair) for pair in block] == PAIRS
+    assert all(t.endswith(f"@{i}") for pair in block
+               for s in pair for t in s.split())
+  assert new[0] == ("walk@2", "W@2")
+
+
+def test_a_token_with_the_separator_is_refused_naming_file_and_line():
+  pairs = [("walk", "W"), ("mail me@home", "M")]
+  with pytest.raises(InputError, match=r"train.tsv:2: token 'me@home'"):
+    list(augzero.copies(pairs, augzero.AugZeroConfig(k=2), "train.tsv"))
+  with pytest.raises(InputError, match=r"train.tsv:2: "):
+    primaug.augment(pairs, primaug.PrimAugConfig(factor=2), "train.tsv")
+  with pytest.raises(InputError, match="k must be >= 2"):
+    augzero.AugZeroConfig(k=1)
+  with pytest.raises(InputError, match="factor must be >= 2"):
+    primaug.PrimAugConfig(factor=1)
+
+
+def test_methods_through_the_pipeline(tmp_path):
+  from csl_jax.pipeline import augment as pipeline  # pylint: disable=g-import-not-at-top
+  data = tmp_path / "data"
+  data.mkdir()
+  tsv.write_tsv(data / "train.tsv", PAIRS)
+  tsv.write_tsv(data / "test.tsv", [("jump and walk", "J W")])
+  run = str(tmp_path / "run")
+  summary = pipeline.augment(run, dataset="tsv", data_dir=str(data),
+                             methods=["primaug", "augzero"])
+  assert not any(s["cached"] for s in summary["stages"].values())
+  zero = tsv.read_tsv(os.path.join(run, "augzero", "synthetic.tsv"))
+  assert len(zero) == (20 - 1) * len(PAIRS)  # default k = 20
+  prim = tsv.read_tsv(os.path.join(run, "primaug", "synthetic.tsv"))
+  assert 0 < len(prim) <= (20 - 1) * len(PAIRS)
+  report = open(os.path.join(run, "report.md"), encoding="utf-8").read()
+  assert "vocabulary | — | 7 -> 140 / 3 -> 60 |" in report
+  assert "3: at level sea -> 0; jump -> J; walk -> W |" in report
+  again = pipeline.augment(run, dataset="tsv", data_dir=str(data),
+                           methods=["primaug", "augzero"])
+  assert all(s["cached"] for s in again["stages"].values())
+
+
+def test_experiment_vocabulary_gets_the_new_tokens(tmp_path):
+  from csl_jax.experiments import runner  # pylint: disable=g-import-not-at-top
+  known = tmp_path / "train.tsv"
+  tsv.write_tsv(known, PAIRS)
+  copies = tmp_path / "copies.tsv"
+  tsv.write_tsv(copies, [("walk@2 twice", "W@2 W@2"), ("walk", "W")])
+  assert runner._new_tokens([str(known)], [str(copies), None]) == [  # pylint: disable=protected-access
+      "W@2", "walk@2"]
+  with pytest.raises(InputError, match="experiment.mixing"):
+    runner.experiment(str(tmp_path / "x"), dataset="scan",
+                      splits=["simple"], mixing="sum")
