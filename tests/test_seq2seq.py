@@ -346,6 +346,24 @@ def test_killed_run_resumes_the_missing_steps(trained, reverse_task,
     np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
+def test_curriculum_run_resumes_the_same_batches(reverse_task, tmp_path):
+  """A repetition curriculum trains from the materialized examples; a run
+  killed after a checkpoint resumes to the very same parameters."""
+  config = dataclasses.replace(TRAIN, num_steps=6, checkpoint_every=3,
+                               curriculum="primitive")
+  whole = str(tmp_path / "whole")
+  metrics = train.train(whole, reverse_task[0], TINY, config, progress=False)
+  assert metrics["steps"] == 6
+  assert train.load_config(whole)[1]["train"]["curriculum"] == "primitive"
+  killed = _copy_run(whole, tmp_path / "k")
+  shutil.rmtree(os.path.join(killed, "checkpoints", "6"))
+  more = train.train(killed, reverse_task[0], TINY, config, progress=False)
+  assert more["start_step"] == 3
+  for a, b in zip(jax.tree_util.tree_leaves(train.load_params(whole)[1]),
+                  jax.tree_util.tree_leaves(train.load_params(killed)[1])):
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
 def test_resume_refuses_another_training_config(trained, reverse_task,
                                                 tmp_path):
   from csl_jax.errors import InputError  # pylint: disable=g-import-not-at-top

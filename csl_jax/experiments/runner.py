@@ -46,10 +46,8 @@ from csl_jax.methods import base as method_base
 from csl_jax.pipeline import augment as augment_lib
 from csl_jax.pipeline import cache
 from csl_jax.pipeline import lock
+from csl_jax.seq2seq import config as seq2seq_config
 
-# TrainConfig fields that do not change the trained parameters (as the
-# trainer's own key leaves them out).
-_BOOKKEEPING = ("log_every", "checkpoint_every", "eval_split")
 # The CSL sampler's seed: each cell's seed draws its own synthetic data.
 SYNTHETIC_SEED_PARAMS = ("SampleConfig.seed",)
 MIXINGS = ("equal", "union")
@@ -198,8 +196,7 @@ def _cell_stage(cell: grid_lib.Cell, run_dir: str, synthetic: Optional[str],
       "regime": "pretrain_finetune" if pretrain else (
           "original" if cell.data == grid_lib.ORIGINAL else "mixture"),
       "model": configs.to_json(dataclasses.asdict(ctx.model_config)),
-      "train": configs.to_json({k: v for k, v in dataclasses.asdict(
-          train_config).items() if k not in _BOOKKEEPING}),
+      "train": configs.to_json(seq2seq_config.train_key(train_config)),
       "finetune_steps": ctx.finetune_steps if pretrain else None,
       # Only when set: cells of grids before the option keep their keys.
       **({"mixing": ctx.mixing} if ctx.mixing != "equal" and

@@ -56,6 +56,37 @@ class TrainConfig:
   # (0: every batch padded to the full lengths). SCAN's targets vary from
   # 1 to 48 tokens, so padding every batch to 48 wastes most of the compute.
   bucket_width: int = 16
+  # Repetition curriculum (csl_jax/seq2seq/curriculum.py): "none",
+  # "example" or "primitive"; the available fraction of the training
+  # examples grows from `curriculum_start` to all at `curriculum_end` of
+  # the steps.
+  curriculum: str = "none"
+  curriculum_start: float = 0.2
+  curriculum_end: float = 0.8
 
   def __post_init__(self):
     configs.check_types(self)
+    from csl_jax.errors import InputError  # pylint: disable=g-import-not-at-top
+    if self.curriculum not in CURRICULA:
+      raise InputError(f"seq2seq.TrainConfig.curriculum: "
+                       f"{self.curriculum!r}; one of {', '.join(CURRICULA)}")
+    if not 0 < self.curriculum_start <= 1 or not 0 < self.curriculum_end <= 1:
+      raise InputError("seq2seq.TrainConfig.curriculum_start and "
+                       "curriculum_end must be in (0, 1]")
+
+
+CURRICULA = ("none", "example", "primitive")
+# Not part of what a run is: they do not change the parameters.
+BOOKKEEPING_FIELDS = ("log_every", "checkpoint_every", "eval_split")
+
+
+def train_key(config: TrainConfig) -> dict:
+  """The settings that determine a run's parameters (runs and experiment
+  cells are keyed on them). The curriculum's appear only when it is on, so
+  runs from before it keep their keys."""
+  key = {k: v for k, v in dataclasses.asdict(config).items()
+         if k not in BOOKKEEPING_FIELDS}
+  if config.curriculum == "none":
+    for name in ("curriculum", "curriculum_start", "curriculum_end"):
+      del key[name]
+  return key

@@ -54,6 +54,33 @@ def get_dataset(task: str, split: str, feature_lengths: Mapping[str, int],
         drop_remainder=drop)
 
 
+def materialize(task: str, split: str, feature_lengths: Mapping[str, int],
+                batch_size: int = 1024):
+  """Every example of `split` of a task, or of each task of a mixture in
+  turn (their union; rates unused), in data order: (the model's features
+  as numpy arrays [N, length], the (input, target) texts)."""
+  provider = seqio.get_mixture_or_task(task)
+  tasks = provider.tasks if isinstance(provider, seqio.Mixture) \
+      else [provider]
+  parts, texts = {k: [] for k in FEATURES}, []
+  for t in tasks:
+    for batch in numpy_batches(get_dataset(t.name, split, feature_lengths,
+                                           batch_size)):
+      for k in FEATURES:
+        parts[k].append(batch[k])
+    with without_autograph():
+      raw = t.get_dataset(dict(feature_lengths), split=split, shuffle=False,
+                          num_epochs=1, use_cached=False)
+    for ex in raw.as_numpy_iterator():
+      texts.append((ex["inputs_pretokenized"].decode("utf-8"),
+                    ex["targets_pretokenized"].decode("utf-8")))
+  features = {k: np.concatenate(v) for k, v in parts.items()}
+  if len(texts) != len(features[FEATURES[0]]):
+    raise RuntimeError(f"{task} {split}: {len(texts)} texts for "
+                       f"{len(features[FEATURES[0]])} examples")
+  return features, texts
+
+
 def trim_batch(batch: Batch, multiple: int) -> Batch:
   """Drops the all-padding tail columns, keeping widths multiples of
   `multiple` so that only a few shapes are ever compiled."""

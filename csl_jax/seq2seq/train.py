@@ -6,7 +6,7 @@ checkpoints in OUT/checkpoints (resumed from), TensorBoard scalars in
 OUT/tensorboard, the run's key in OUT/config.json.
 
 The key is everything that determines the trained parameters: the model
-config, the task name, the training config less `_BOOKKEEPING_FIELDS`, and
+config, the task name, the training config's `config.train_key`, and
 the training data (`data_key`: sha256 of each training file of the task, or
 of each task of a mixture, with its mixing rate). Training into a directory
 whose key differs is refused (InputError): its checkpoints are another run's.
@@ -34,8 +34,10 @@ from csl_jax import progress as progress_lib
 from csl_jax.errors import InputError
 from csl_jax.files import atomic_write_json
 from csl_jax.seq2seq import input_pipeline
+from csl_jax.seq2seq import curriculum as curriculum_lib
 from csl_jax.seq2seq import models
 from csl_jax.seq2seq.config import TrainConfig  # pylint: disable=unused-import
+from csl_jax.seq2seq.config import train_key
 from csl_jax.summaries import TensorBoardWriter
 
 CONFIG_FILE = "config.json"
@@ -149,10 +151,6 @@ def evaluate_loss(state, task, split, feature_lengths, batch_size,
   return {"loss": total["loss"] / w, "accuracy": total["accuracy"] / w}
 
 
-# TrainConfig fields that do not change the trained parameters.
-_BOOKKEEPING_FIELDS = ("log_every", "checkpoint_every", "eval_split")
-
-
 def perplexity(model, params, task: str, split: str,
                feature_lengths: Dict[str, int], batch_size: int) -> float:
   """exp(mean cross-entropy per target token, EOS included) of `split`'s
@@ -198,8 +196,7 @@ def run_key(model_config, config: "TrainConfig", task: str
             ) -> Dict[str, Any]:
   """What OUT/config.json records and a resumed run must match."""
   return {"model": dataclasses.asdict(model_config), "task": task,
-          "train": {k: v for k, v in dataclasses.asdict(config).items()
-                    if k not in _BOOKKEEPING_FIELDS},
+          "train": train_key(config),
           "data": data_key(task)}
 
 
@@ -303,6 +300,22 @@ def init_key(model_dir: str, model_config) -> Dict[str, Any]:
   return {"run": digest.hexdigest(), "step": int(step)}
 
 
+def _curriculum_batches(task, feature_lengths, config: TrainConfig,
+                        start: int):
+  """Batches of a repetition curriculum (`curriculum.py`) from step
+  `start`: each step's examples depend on (seed, step) alone."""
+  features, texts = input_pipeline.materialize(task, "train",
+                                               feature_lengths)
+  rank = curriculum_lib.ranks(config.curriculum, texts, config.seed)
+  for step in range(start, config.num_steps):
+    index = curriculum_lib.batch_indices(
+        rank, step, config.num_steps, config.batch_size, config.seed,
+        config.curriculum_start, config.curriculum_end)
+    batch = {k: v[index] for k, v in features.items()}
+    yield input_pipeline.trim_batch(batch, config.bucket_width) \
+        if config.bucket_width else batch
+
+
 def train(out_dir: str, task: str,
           model_config: Optional[models.Seq2SeqConfig] = None,
           config: Optional[TrainConfig] = None,
@@ -349,12 +362,16 @@ def train(out_dir: str, task: str,
   start = int(state.step)
   feature_lengths = input_pipeline.lengths(model_config.max_input_len,
                                            model_config.max_target_len)
-  # Skipping what earlier runs consumed keeps a resumed run's data order.
-  ds = input_pipeline.get_dataset(task, "train", feature_lengths,
-                                  config.batch_size, shuffle=True,
-                                  seed=config.seed, num_epochs=None,
-                                  bucket_width=config.bucket_width)
-  batches = input_pipeline.numpy_batches(ds.skip(start), config.bucket_width)
+  if config.curriculum != "none":
+    batches = _curriculum_batches(task, feature_lengths, config, start)
+  else:
+    # Skipping what earlier runs consumed keeps a resumed run's data order.
+    ds = input_pipeline.get_dataset(task, "train", feature_lengths,
+                                    config.batch_size, shuffle=True,
+                                    seed=config.seed, num_epochs=None,
+                                    bucket_width=config.bucket_width)
+    batches = input_pipeline.numpy_batches(ds.skip(start),
+                                           config.bucket_width)
   rates = learning_rates(config)
   summaries = TensorBoardWriter(os.path.join(out_dir, "tensorboard"))
   metrics: Dict[str, Any] = {"start_step": start}
@@ -377,7 +394,12 @@ def train(out_dir: str, task: str,
     history.append(float(out["loss"]))
     done = step + 1
     if done % config.log_every == 0 or done == config.num_steps:
-      summaries.scalars({k: float(v) for k, v in out.items()}, done, "train")
+      scalars = {k: float(v) for k, v in out.items()}
+      if config.curriculum != "none":
+        scalars["curriculum_available"] = curriculum_lib.available_fraction(
+            step, config.num_steps, config.curriculum_start,
+            config.curriculum_end)
+      summaries.scalars(scalars, done, "train")
     if done % config.checkpoint_every == 0 or done == config.num_steps:
       manager.save(done, args=ocp.args.StandardSave(_pytree(state)))
       if config.eval_split:

@@ -41,6 +41,9 @@ def copies(pairs: Sequence[Pair], config: AugZeroConfig,
            source: str = None) -> Iterator[Pair]:
   """Copies 2..k of every pair, copy by copy, in the training order."""
   token_copies.check_no_separator(pairs, source)
+  split = [(x.split(), y.split()) for x, y in pairs]
+  vocab = sorted({t for x, y in split for t in x + y})
   for i in range(2, config.k + 1):
-    for x, y in pairs:
-      yield token_copies.copy_text(x, i), token_copies.copy_text(y, i)
+    copy = {t: token_copies.copy_token(t, i) for t in vocab}.__getitem__
+    for x, y in split:
+      yield " ".join(map(copy, x)), " ".join(map(copy, y))
