@@ -20,6 +20,7 @@ from csl_jax import compile_cache
 from csl_jax.cli import augment
 from csl_jax.cli import experiment
 from csl_jax.cli import coverage
+from csl_jax.cli import difficulty
 from csl_jax.cli import fit
 from csl_jax.cli import induce
 from csl_jax.cli import parse
@@ -48,6 +49,7 @@ SUBCOMMANDS = {
     "train": train_seq2seq,
     "decode": train_seq2seq,
     "vocab": vocab,
+    "difficulty": difficulty,
 }
 
 

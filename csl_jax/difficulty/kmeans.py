@@ -1,0 +1,54 @@
+"""k-means (Lloyd) with k-means++ seeding, best of several initializations
+by inertia: the prototype difficulty's clustering (Zhou et al. 2023 App.
+B.2 use scikit-learn's, k = 100, 10 initializations; scikit-learn is not a
+dependency here, and this is the same algorithm)."""
+
+from typing import Tuple
+
+import numpy as np
+
+
+def _sq_distances(x: np.ndarray, centers: np.ndarray) -> np.ndarray:
+  d = (np.sum(x * x, 1)[:, None] - 2.0 * x @ centers.T
+       + np.sum(centers * centers, 1)[None, :])
+  return np.maximum(d, 0.0)
+
+
+def _plus_plus(x: np.ndarray, k: int, rng: np.random.Generator
+               ) -> np.ndarray:
+  centers = [x[rng.integers(len(x))]]
+  closest = _sq_distances(x, centers[0][None])[:, 0]
+  for _ in range(1, k):
+    total = closest.sum()
+    i = rng.choice(len(x), p=closest / total) if total > 0 else \
+        rng.integers(len(x))
+    centers.append(x[i])
+    closest = np.minimum(closest, _sq_distances(x, x[i][None])[:, 0])
+  return np.stack(centers)
+
+
+def kmeans(x: np.ndarray, k: int, n_init: int = 10, seed: int = 0,
+           max_iter: int = 100) -> Tuple[np.ndarray, np.ndarray, float]:
+  """(centers [k, d], assignment [n], inertia) of the best initialization;
+  k is capped at the number of distinct points."""
+  x = np.asarray(x, np.float64)
+  k = min(k, len(np.unique(x, axis=0)))
+  best = None
+  for init in range(n_init):
+    rng = np.random.default_rng([seed, init])
+    centers = _plus_plus(x, k, rng)
+    assign = None
+    for _ in range(max_iter):
+      new = np.argmin(_sq_distances(x, centers), 1)
+      if assign is not None and np.array_equal(new, assign):
+        break
+      assign = new
+      for c in range(k):
+        members = x[assign == c]
+        if len(members):
+          centers[c] = members.mean(0)
+    inertia = float(_sq_distances(x, centers)[np.arange(len(x)),
+                                                assign].sum())
+    if best is None or inertia < best[2]:
+      best = (centers.copy(), assign.copy(), inertia)
+  return best

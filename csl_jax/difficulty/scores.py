@@ -1,0 +1,81 @@
+"""Difficulty scores of training examples (higher = harder).
+
+* `length`: input tokens (complexity-based, §5.1).
+* `primitives`: distinct primitives in the input: the training set's Eq. 1
+  lexicon (`csl_jax.data.lexicon`; the paper counts SCAN*'s verbs).
+* `prototype`: distance to the assigned k-means centroid of the input's
+  embedding (Sorscher et al. 2022 as in App. B.2). The paper embeds with
+  SimCSE, a pretrained checkpoint that is not available offline; here the
+  embedding is TF-IDF of the input's word 1- and 2-grams, projected to
+  `dims` dimensions by a seeded Gaussian matrix (distances kept up to a
+  small factor, Johnson-Lindenstrauss). A documented deviation.
+"""
+
+import collections
+import math
+from typing import Dict, List, Sequence, Tuple
+
+import numpy as np
+
+from csl_jax.difficulty import kmeans as kmeans_lib
+
+SCORES = ("length", "primitives", "prototype")
+
+
+def length(pairs: Sequence[Tuple[str, str]]) -> np.ndarray:
+  return np.array([len(x.split()) for x, _ in pairs], np.float64)
+
+
+def primitives(pairs: Sequence[Tuple[str, str]]) -> np.ndarray:
+  from csl_jax.data import lexicon  # pylint: disable=g-import-not-at-top
+  found = {v for v, _ in lexicon.lexicon(pairs)}
+  return np.array([len(found & set(x.split())) for x, _ in pairs],
+                  np.float64)
+
+
+def _ngrams(text: str) -> List[str]:
+  words = text.split()
+  return words + [f"{a} {b}" for a, b in zip(words, words[1:])]
+
+
+def tfidf_embedding(texts: Sequence[str], dims: int = 256,
+                    seed: int = 0) -> np.ndarray:
+  """[n, dims]: L2-normalized TF-IDF of word 1-2-grams, projected."""
+  grams = [collections.Counter(_ngrams(t)) for t in texts]
+  df = collections.Counter(g for c in grams for g in c)
+  index = {g: i for i, g in enumerate(sorted(df))}
+  idf = {g: math.log((1 + len(texts)) / (1 + n)) + 1 for g, n in df.items()}
+  projection = np.random.default_rng([seed, 7]).standard_normal(
+      (len(index), dims)) / math.sqrt(dims)
+  out = np.zeros((len(texts), dims))
+  for row, counts in enumerate(grams):
+    if not counts:
+      continue
+    cols = [index[g] for g in counts]
+    weights = np.array([n * idf[g] for g, n in counts.items()])
+    weights /= np.linalg.norm(weights)
+    out[row] = weights @ projection[cols]
+  return out
+
+
+def prototype(pairs: Sequence[Tuple[str, str]], k: int = 100,
+              n_init: int = 10, seed: int = 0, dims: int = 256
+              ) -> Tuple[np.ndarray, Dict[str, float]]:
+  """Distances to the assigned centroid, and the clustering's figures."""
+  x = tfidf_embedding([x for x, _ in pairs], dims, seed)
+  centers, assign, inertia = kmeans_lib.kmeans(x, k, n_init, seed)
+  distance = np.linalg.norm(x - centers[assign], axis=1)
+  return distance, {"k": len(centers), "inertia": inertia,
+                    "n_init": n_init, "dims": dims}
+
+
+def score(name: str, pairs: Sequence[Tuple[str, str]], seed: int = 0,
+          k: int = 100) -> Tuple[np.ndarray, Dict[str, float]]:
+  if name == "length":
+    return length(pairs), {}
+  if name == "primitives":
+    return primitives(pairs), {}
+  if name == "prototype":
+    return prototype(pairs, k=k, seed=seed)
+  from csl_jax.errors import InputError  # pylint: disable=g-import-not-at-top
+  raise InputError(f"difficulty score {name!r}: one of {', '.join(SCORES)}")

@@ -1,0 +1,94 @@
+"""Training subsets by difficulty, written as datasets (Zhou et al. 2023
+§5.1, Table 5): quantiles of the score (`q0` easiest ... `q{n-1}` hardest,
+each 1/n of the training set, sizes within one example), `mix` (as many
+examples as a quantile, half from the easiest and half from the hardest),
+and `max_<t>` (every example scoring at most t: their Fig. 5's training
+sets of bounded length or number of primitives).
+
+OUT/<subset>/train.tsv is the subset; the other parts of the data directory
+(test, dev, gen, ...) are copied beside it, so each subset is a `tsv`
+dataset for `csl-jax augment`/`experiment` (`--data_dir OUT/<subset>`) and
+for `tasks.register_dataset`. OUT/scores.tsv lists every training example
+with its score; OUT/summary.json the sizes and score ranges.
+"""
+
+import os
+import shutil
+from typing import Any, Dict, List, Optional, Sequence
+
+import numpy as np
+
+from csl_jax.data import tsv
+from csl_jax.difficulty import scores as scores_lib
+from csl_jax.errors import InputError
+from csl_jax.files import atomic_write_json, atomic_write_text
+
+
+def quantiles(score: np.ndarray, num: int, seed: int = 0
+              ) -> List[np.ndarray]:
+  """`num` disjoint index sets, easiest first; ties in a seeded order."""
+  tie = np.random.default_rng([seed, 11]).permutation(len(score))
+  order = np.lexsort((tie, score))
+  return [np.sort(part) for part in np.array_split(order, num)]
+
+
+def mix(easiest: np.ndarray, hardest: np.ndarray, seed: int = 0
+        ) -> np.ndarray:
+  """Half the easiest quantile's size from it, the rest from the hardest."""
+  rng = np.random.default_rng([seed, 12])
+  size = len(easiest)
+  half = size // 2
+  return np.sort(np.concatenate([
+      rng.choice(easiest, half, replace=False),
+      rng.choice(hardest, min(size - half, len(hardest)), replace=False)]))
+
+
+def write(out_dir: str, data_dir: str, score_name: str, num: int = 4,
+          max_scores: Sequence[float] = (), seed: int = 0, k: int = 100
+          ) -> Dict[str, Any]:
+  """Scores DATA_DIR/train.tsv and writes the subsets; returns the summary."""
+  train_path = os.path.join(data_dir, "train.tsv")
+  if not os.path.exists(train_path):
+    raise InputError("no train.tsv in the data directory", data_dir)
+  if num < 2:
+    raise InputError(f"difficulty quantiles must be >= 2, got {num}")
+  pairs = [(e.input, e.output) for e in tsv.read_tsv(train_path)]
+  if len(pairs) < num:
+    raise InputError(f"{len(pairs)} training examples cannot make {num} "
+                     "quantiles", train_path)
+  score, figures = scores_lib.score(score_name, pairs, seed, k)
+  atomic_write_text(os.path.join(out_dir, "scores.tsv"), (
+      f"{x}\t{y}\t{s:g}\n" for (x, y), s in zip(pairs, score)))
+  parts = quantiles(score, num, seed)
+  subsets = {f"q{i}": p for i, p in enumerate(parts)}
+  subsets["mix"] = mix(parts[0], parts[-1], seed)
+  for t in max_scores:
+    subsets[f"max_{t:g}"] = np.flatnonzero(score <= t)
+  others = sorted(f for f in os.listdir(data_dir)
+                  if f.endswith(".tsv") and f != "train.tsv")
+  summary: Dict[str, Any] = {"score": score_name, "figures": figures,
+                             "num_train": len(pairs), "seed": seed,
+                             "subsets": {}}
+  for name, index in subsets.items():
+    directory = os.path.join(out_dir, name)
+    if not len(index):
+      raise InputError(f"subset {name} is empty (scores range "
+                       f"{score.min():g}..{score.max():g})")
+    tsv.write_tsv(os.path.join(directory, "train.tsv"),
+                  (pairs[i] for i in index))
+    for f in others:
+      shutil.copyfile(os.path.join(data_dir, f), os.path.join(directory, f))
+    summary["subsets"][name] = {
+        "size": int(len(index)), "score_min": float(score[index].min()),
+        "score_mean": float(score[index].mean()),
+        "score_max": float(score[index].max())}
+  atomic_write_json(os.path.join(out_dir, "summary.json"), summary)
+  return summary
+
+
+def read_scores(out_dir: str) -> Optional[np.ndarray]:
+  path = os.path.join(out_dir, "scores.tsv")
+  if not os.path.exists(path):
+    return None
+  with open(path, encoding="utf-8") as f:
+    return np.array([float(line.rsplit("\t", 1)[1]) for line in f])

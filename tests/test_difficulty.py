@@ -1,0 +1,92 @@
+"""Example difficulty (csl_jax/difficulty): k-means on points whose clusters
+are known, scores counted by hand, quantile / mix / max subsets (Zhou et al.
+2023 §5.1; acceptance Z8), and the `csl-jax difficulty` command."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from csl_jax.cli import main as cli
+from csl_jax.data import tsv
+from csl_jax.difficulty import kmeans as kmeans_lib
+from csl_jax.difficulty import scores
+from csl_jax.difficulty import subsets
+
+
+def test_kmeans_finds_three_separated_clusters():
+  centers = np.array([[0.0, 0.0], [10.0, 0.0], [0.0, 10.0]])
+  offsets = np.array([[1.0, 0.0], [-1.0, 0.0], [0.0, 1.0], [0.0, -1.0]])
+  x = np.concatenate([c + offsets for c in centers])
+  got, assign, inertia = kmeans_lib.kmeans(x, 3, n_init=5, seed=0)
+  # Each cluster: its 4 points, its center, squared distances 4 x 1.
+  assert inertia == pytest.approx(12.0)
+  assert sorted(map(tuple, np.round(got, 6))) == sorted(map(tuple, centers))
+  assert [len(set(assign[i:i + 4])) for i in (0, 4, 8)] == [1, 1, 1]
+  # More clusters than distinct points: capped.
+  assert len(kmeans_lib.kmeans(np.ones((5, 2)), 3, n_init=1)[0]) == 1
+
+
+PAIRS = [("walk", "W"), ("walk twice", "W W"), ("jump", "J"),
+         ("jump and walk", "J W"), ("walk and jump twice", "W J J"),
+         ("look", "L"), ("look twice", "L L"), ("look and walk", "L W")]
+
+
+def test_complexity_scores_by_hand():
+  assert scores.length(PAIRS).tolist() == [1, 2, 1, 3, 4, 1, 2, 3]
+  # Primitives (Eq. 1): walk, jump, look.
+  assert scores.primitives(PAIRS).tolist() == [1, 1, 1, 2, 2, 1, 1, 2]
+
+
+def test_prototype_distance_is_far_for_the_odd_one_out():
+  pairs = [("walk twice", "W W")] * 6 + [("look around right thrice", "X")]
+  distance, figures = scores.prototype(pairs, k=1, n_init=2)
+  assert figures["k"] == 1
+  assert np.argmax(distance) == 6
+  assert np.allclose(distance[:6], distance[0])
+  # Identical inputs, one cluster each: distance 0.
+  distance, _ = scores.prototype(pairs, k=2, n_init=2)
+  assert np.allclose(distance, 0.0)
+
+
+def test_quantiles_are_disjoint_ordered_quarters_and_mix_is_half_half():
+  score = np.random.default_rng(0).integers(0, 5, 103).astype(float)
+  parts = subsets.quantiles(score, 4, seed=1)
+  assert sorted(np.concatenate(parts).tolist()) == list(range(103))
+  assert sorted(len(p) for p in parts) == [25, 26, 26, 26]
+  for easier, harder in zip(parts, parts[1:]):
+    assert score[easier].max() <= score[harder].min()
+  mixed = subsets.mix(parts[0], parts[-1], seed=1)
+  assert len(mixed) == len(parts[0])
+  assert len(set(mixed) & set(parts[0])) == len(parts[0]) // 2
+  assert len(set(mixed) & set(parts[-1])) == len(parts[0]) - \
+      len(parts[0]) // 2
+
+
+def test_cli_writes_dataset_directories(tmp_path, capsys):
+  data = tmp_path / "data"
+  data.mkdir()
+  tsv.write_tsv(data / "train.tsv", PAIRS)
+  tsv.write_tsv(data / "test.tsv", [("run twice", "R R")])
+  out = tmp_path / "out"
+  assert cli.main(["difficulty", "--data_dir", str(data), "--out", str(out),
+                   "--score", "length", "--max_score", "2"]) == 0
+  summary = json.load(open(out / "summary.json"))
+  assert {k: v["size"] for k, v in summary["subsets"].items()} == {
+      "q0": 2, "q1": 2, "q2": 2, "q3": 2, "mix": 2, "max_2": 5}
+  # The hardest: length 4 and one of the two of length 3 (a seeded tie).
+  hardest = [e.input for e in tsv.read_tsv(out / "q3" / "train.tsv")]
+  assert "walk and jump twice" in hardest
+  assert len({"jump and walk", "look and walk"} & set(hardest)) == 1
+  assert [e.input for e in tsv.read_tsv(out / "max_2" / "train.tsv")] == [
+      "walk", "walk twice", "jump", "look", "look twice"]
+  for name in summary["subsets"]:
+    assert (out / name / "test.tsv").read_text() == "run twice\tR R\n"
+  assert subsets.read_scores(str(out)).tolist() == [1, 2, 1, 3, 4, 1, 2, 3]
+  # Bad input: one line naming the directory, exit 2.
+  capsys.readouterr()
+  assert cli.main(["difficulty", "--data_dir", str(tmp_path / "none"),
+                   "--out", str(out)]) == 2
+  err = capsys.readouterr().err.strip().splitlines()
+  assert len(err) == 1 and "none" in err[0] and "train.tsv" in err[0]
