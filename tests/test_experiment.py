@@ -316,6 +316,30 @@ def test_pretrain_finetune_regime_and_init_from(tiny, toy_data, tmp_path):  # py
                     progress=False, init_from=source)
 
 
+# ---- methods that add tokens, union mixing ---------------------------------
+
+def test_copies_get_vocabulary_pieces_and_union_rates(tiny, toy_data,
+                                                      tmp_path):  # pylint: disable=redefined-outer-name,unused-argument
+  """augzero's copies (`a@2`) are pieces of the experiment's vocabulary, not
+  unknowns, and its rows train on the union (rates = sizes)."""
+  import seqio  # pylint: disable=g-import-not-at-top
+  import tasks  # pylint: disable=g-import-not-at-top
+  gin.bind_parameter("augzero.AugZeroConfig.k", 3)
+  out = str(tmp_path / "exp")
+  _run(out, toy_data, methods=["augzero"], data=["augzero"], seeds=[0])
+  vocab = tasks.vocab.get_vocabulary(
+      "sentencepiece", os.path.join(out, "vocab", "toy", "spm.model"))
+  for token in ("a@2", "d@3", "a"):
+    assert vocab.decode(vocab.encode(token)) == token
+    assert len(vocab.encode(token)) == 1
+  (r,) = _records(out)
+  assert (r["num_original"], r["num_synthetic"]) == (40, 80)
+  mixture = seqio.get_mixture_or_task("tsv_toy_augzero_mixture")
+  assert sorted(mixture.get_rate(t) for t in mixture.tasks) == [40.0, 80.0]
+  with open(os.path.join(r["dir"], "stage_key.json")) as f:
+    assert json.load(f)["config"]["mixing"] == "union"
+
+
 # ---- bad gin: one line, exit 2 --------------------------------------------
 
 @pytest.mark.parametrize("text,message", [

@@ -50,7 +50,7 @@ from csl_jax.seq2seq import config as seq2seq_config
 
 # The CSL sampler's seed: each cell's seed draws its own synthetic data.
 SYNTHETIC_SEED_PARAMS = ("SampleConfig.seed",)
-MIXINGS = ("equal", "union")
+MIXINGS = ("method", "equal", "union")
 
 
 def _say(line: str) -> None:
@@ -148,7 +148,8 @@ class _Context:
   decode_batch_size: int
   model_config: Any
   train_config: Any
-  mixing: str = "equal"
+  # {training data row: "equal" or "union"}; rows not listed: "equal".
+  mixing: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
 
 def _train_vocab(directory: str, files: Sequence[str], model_type: str
@@ -199,8 +200,9 @@ def _cell_stage(cell: grid_lib.Cell, run_dir: str, synthetic: Optional[str],
       "train": configs.to_json(seq2seq_config.train_key(train_config)),
       "finetune_steps": ctx.finetune_steps if pretrain else None,
       # Only when set: cells of grids before the option keep their keys.
-      **({"mixing": ctx.mixing} if ctx.mixing != "equal" and
-         cell.data != grid_lib.ORIGINAL and not pretrain else {}),
+      **({"mixing": ctx.mixing[cell.data]}
+         if ctx.mixing.get(cell.data, "equal") != "equal" and
+         not pretrain else {}),
       "decode": {"beam_size": ctx.beam_size, "parts": list(ctx.eval_parts)},
   }
   name = _task_name(ctx.dataset, cell.split)
@@ -313,7 +315,7 @@ def experiment(out_dir: str,
                synthetic_seed_params: Sequence[str] = SYNTHETIC_SEED_PARAMS,
                synthetic_per_seed: bool = True,
                vocab_model_type: str = "word",
-               mixing: str = "equal",
+               mixing: str = "method",
                wait: bool = False) -> Dict[str, Any]:
   """Runs (or resumes) the grid into `out_dir`; returns its summary.
 
@@ -345,8 +347,10 @@ def experiment(out_dir: str,
     synthetic_per_seed: one augmentation run per seed (else one per split).
     vocab_model_type: SentencePiece model type of the vocabulary.
     mixing: regime `mixture`'s rates: "equal" (original and synthetic
-      drawn 1:1) or "union" (in proportion to their sizes: one shuffled
-      union, as primitive augmentation and AugZero train).
+      drawn 1:1), "union" (in proportion to their sizes: one shuffled
+      union, as primitive augmentation and AugZero train), or "method"
+      (each method's own `mixing`: union for primaug and augzero, equal
+      for the others). Selected subsets always mix as equal.
     wait: wait for another process holding `out_dir` instead of stopping.
   """
   # pylint: disable=g-import-not-at-top
@@ -371,6 +375,10 @@ def experiment(out_dir: str,
   if mixing not in MIXINGS:
     raise InputError(f"experiment.mixing: {mixing!r}; valid: "
                      f"{', '.join(MIXINGS)}")
+  row_mixing = {r: (getattr(method_base.get(r), "mixing", "equal")
+                    if mixing == "method" else mixing)
+                for r in rows if r in methods} if mixing != "equal" else {}
+  row_mixing = {r: m for r, m in row_mixing.items() if m != "equal"}
   if regime not in grid_lib.REGIMES:
     raise InputError(f"experiment.regime: {regime!r}; valid: "
                      f"{', '.join(grid_lib.REGIMES)}")
@@ -390,7 +398,7 @@ def experiment(out_dir: str,
   meta = {"name": name, "dataset": dataset, "splits": splits,
           "data": rows, "seeds": seeds, "regime": regime,
           "finetune_steps": finetune_steps if regime != "mixture" else None,
-          "mixing": mixing if regime == "mixture" else None,
+          "mixing": row_mixing if regime == "mixture" else None,
           "eval_parts": eval_parts, "beam_size": beam_size,
           "num_steps": train_config.num_steps,
           "batch_size": train_config.batch_size,
@@ -471,7 +479,7 @@ def experiment(out_dir: str,
     # 3. The cells.
     ctx = _Context(out_dir, dataset, regime, finetune_steps, eval_parts,
                    beam_size, decode_batch_size, model_config, train_config,
-                   mixing)
+                   row_mixing)
     records, cell_dirs, seconds = [], {}, []
     for index, cell in enumerate(cells, start=1):
       run_dir = run_dirs[(cell.split, cell.seed)]
@@ -480,7 +488,7 @@ def experiment(out_dir: str,
       task = _task_name(dataset, cell.split)
       found, _ = tasks.registry.find_methods(run_dir)
       rates = {}
-      if mixing == "union" and cell.data != grid_lib.ORIGINAL:
+      if row_mixing.get(cell.data) == "union":
         rates = {"original_rate": float(_count_lines(os.path.join(
             run_dir, augment_lib.DATA_DIR, "train.tsv"))),
                  "synthetic_rate": {cell.data: float(_count_lines(

@@ -5,6 +5,8 @@ set, streamed: memory does not grow with k) and `stats.json` (sizes,
 vocabularies, time, peak memory). Settings: `augzero.AugZeroConfig.k`.
 """
 
+import dataclasses
+import functools
 import os
 import resource
 import time
@@ -50,6 +52,8 @@ class AugZero:
   name = "augzero"
   # New tokens (copies): an experiment's vocabulary must have them.
   adds_tokens = True
+  # The paper trains on the union of the original and the copies.
+  mixing = "union"
 
   def __init__(self, config: Optional[AugZeroConfig] = None):
     self.config = config if config is not None else AugZeroConfig()
@@ -76,4 +80,17 @@ class AugZero:
     ]
 
 
+class _Fixed(AugZero):
+  """augzero with k fixed by name (`augzero_20`), for rows of one
+  experiment."""
+
+  def __init__(self, name: str, k: int):
+    super().__init__()
+    self.name = name
+    self.config = dataclasses.replace(self.config, k=k)
+
+
+KS = (20, 200)
 base.add(AugZero.name, AugZero)
+for _k in KS:
+  base.add(f"augzero_{_k}", functools.partial(_Fixed, f"augzero_{_k}", _k))
