@@ -13,6 +13,7 @@ Methods never import each other; what two of them share lives below them
 """
 
 import dataclasses
+import functools
 import os
 from typing import (Any, Callable, Dict, List, Mapping, Optional, Protocol,
                     Sequence, Tuple)
@@ -77,6 +78,24 @@ _METHODS: Dict[str, Callable[[], Method]] = {}
 def add(name: str, factory: Callable[[], Method]) -> None:
   """Registers a method factory (gin-configured classes are factories)."""
   _METHODS[name] = factory
+
+
+def _variant(factory: Callable[[], Method], name: str, field: str,
+             value: Any) -> Method:
+  method = factory()
+  method.name = name
+  method.config = dataclasses.replace(method.config, **{field: value})
+  return method
+
+
+def add_variants(factory: Callable[[], Method], field: str,
+                 values: Sequence[Any]) -> None:
+  """Registers `<name>_<value>`: the method with `config.<field>` fixed, so
+  that one experiment has a row per setting (pcfg_bt_train, primaug_20)."""
+  base_name = factory.name
+  for value in values:
+    name = f"{base_name}_{value}"
+    add(name, functools.partial(_variant, factory, name, field, value))
 
 
 def get(name: str) -> Method:

@@ -5,8 +5,6 @@ set, streamed: memory does not grow with k) and `stats.json` (sizes,
 vocabularies, time, peak memory). Settings: `augzero.AugZeroConfig.k`.
 """
 
-import dataclasses
-import functools
 import os
 import resource
 import time
@@ -80,17 +78,6 @@ class AugZero:
     ]
 
 
-class _Fixed(AugZero):
-  """augzero with k fixed by name (`augzero_20`), for rows of one
-  experiment."""
-
-  def __init__(self, name: str, k: int):
-    super().__init__()
-    self.name = name
-    self.config = dataclasses.replace(self.config, k=k)
-
-
 KS = (20, 200)
 base.add(AugZero.name, AugZero)
-for _k in KS:
-  base.add(f"augzero_{_k}", functools.partial(_Fixed, f"augzero_{_k}", _k))
+base.add_variants(AugZero, "k", KS)  # augzero_20, augzero_200

@@ -15,7 +15,6 @@ Importing this module is cheap; TF/JAX/Numba load when a stage runs.
 
 import contextlib
 import dataclasses
-import functools
 import hashlib
 import os
 from typing import Any, Dict, List, Mapping, Optional, Tuple
@@ -361,19 +360,7 @@ class PCFGBT:
     return rows
 
 
-class _Fixed(PCFGBT):
-  """pcfg_bt with its distribution fixed by name, so one experiment can
-  compare P_train, P_uniform and P_test rows (Y&K Tables 1-4)."""
-
-  def __init__(self, name: str, distribution: str):
-    super().__init__()
-    self.name = name
-    self.config = dataclasses.replace(self.config,
-                                      distribution=distribution)
-
-
 base.add(PCFGBT.name, PCFGBT)
-for _distribution in DISTRIBUTIONS:
-  base.add(f"pcfg_bt_{_distribution}",
-           functools.partial(_Fixed, f"pcfg_bt_{_distribution}",
-                             _distribution))
+# pcfg_bt_train, pcfg_bt_uniform, pcfg_bt_test: one experiment compares
+# P_train, P_uniform and P_test rows (Y&K Tables 1-4).
+base.add_variants(PCFGBT, "distribution", DISTRIBUTIONS)

@@ -6,8 +6,6 @@ units found, pairs per example, time, peak memory). Settings:
 `primaug.PrimAugConfig.*`.
 """
 
-import dataclasses
-import functools
 import os
 import resource
 import time
@@ -78,18 +76,6 @@ class PrimAug:
     ]
 
 
-class _Fixed(PrimAug):
-  """primaug with its factor fixed by name (`primaug_20`), so that one
-  experiment compares 2x / 20x / 200x rows (Zhou et al. Table 1)."""
-
-  def __init__(self, name: str, factor: int):
-    super().__init__()
-    self.name = name
-    self.config = dataclasses.replace(self.config, factor=factor)
-
-
 FACTORS = (2, 20, 200)
 base.add(PrimAug.name, PrimAug)
-for _factor in FACTORS:
-  base.add(f"primaug_{_factor}",
-           functools.partial(_Fixed, f"primaug_{_factor}", _factor))
+base.add_variants(PrimAug, "factor", FACTORS)  # primaug_2, ...
