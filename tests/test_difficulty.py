@@ -90,3 +90,26 @@ def test_cli_writes_dataset_directories(tmp_path, capsys):
                    "--out", str(out)]) == 2
   err = capsys.readouterr().err.strip().splitlines()
   assert len(err) == 1 and "none" in err[0] and "train.tsv" in err[0]
+
+
+def test_learning_difficulty_by_hand(tmp_path):
+  # Five evaluations; patience 2. Rows: examples A, B, C, D.
+  evals = {100: [1, 0, 0, 1], 200: [1, 1, 0, 1], 300: [1, 0, 0, 0],
+           400: [1, 1, 0, 0], 500: [1, 1, 0, 0]}
+  runs = []
+  for r, shift in enumerate((0, 1)):
+    run = tmp_path / f"run{r}" / "learning"
+    run.mkdir(parents=True)
+    for step, right in evals.items():
+      right = np.array(right, bool)
+      if shift:  # the second seed learns A only from 300 on
+        right[0] = step >= 300
+      np.save(run / f"step_{step:08d}.npy", right)
+    runs.append(str(run.parent))
+  values, figures = scores.learning(runs, patience=2)
+  # A: 100 and 300; B: right at 400 and 500 (200 alone is no streak);
+  # C: never, the last step; D: 100 and 200 in a row.
+  assert values.tolist() == [200.0, 400.0, 500.0, 100.0]
+  assert figures == {"runs": 2, "patience": 2}
+  with pytest.raises(Exception, match="track_train_every"):
+    scores.learning([str(tmp_path)])

@@ -350,7 +350,7 @@ def test_curriculum_run_resumes_the_same_batches(reverse_task, tmp_path):
   """A repetition curriculum trains from the materialized examples; a run
   killed after a checkpoint resumes to the very same parameters."""
   config = dataclasses.replace(TRAIN, num_steps=6, checkpoint_every=3,
-                               curriculum="primitive")
+                               curriculum="primitive", track_train_every=3)
   whole = str(tmp_path / "whole")
   metrics = train.train(whole, reverse_task[0], TINY, config, progress=False)
   assert metrics["steps"] == 6
@@ -362,6 +362,14 @@ def test_curriculum_run_resumes_the_same_batches(reverse_task, tmp_path):
   for a, b in zip(jax.tree_util.tree_leaves(train.load_params(whole)[1]),
                   jax.tree_util.tree_leaves(train.load_params(killed)[1])):
     np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+  # The training split, decoded every 3 steps: one bool per example.
+  tracked = sorted(os.listdir(os.path.join(whole, train.LEARNING_DIR)))
+  assert tracked == ["step_00000003.npy", "step_00000006.npy"]
+  for name in tracked:
+    right = np.load(os.path.join(whole, train.LEARNING_DIR, name))
+    assert right.shape == (50,) and right.dtype == bool
+    np.testing.assert_array_equal(right, np.load(
+        os.path.join(killed, train.LEARNING_DIR, name)))
 
 
 def test_resume_refuses_another_training_config(trained, reverse_task,

@@ -13,7 +13,10 @@ def add_parser(subparsers) -> None:
                  help="a directory with train.tsv (and test.tsv, ...)")
   p.add_argument("--out", required=True, help="the subsets' directory")
   p.add_argument("--score", default="prototype",
-                 choices=("length", "primitives", "prototype"))
+                 choices=("length", "primitives", "prototype", "learning"))
+  p.add_argument("--runs", nargs="+", default=[],
+                 help="learning: trained directories (one per seed) of "
+                 "runs with seq2seq.TrainConfig.track_train_every > 0")
   p.add_argument("--quantiles", type=int, default=4)
   p.add_argument("--max_score", type=float, action="append", default=[],
                  help="also the subset scoring at most this (repeatable)")
@@ -25,7 +28,8 @@ def add_parser(subparsers) -> None:
 def main(args) -> int:
   from csl_jax.difficulty import subsets  # pylint: disable=g-import-not-at-top
   summary = subsets.write(args.out, args.data_dir, args.score,
-                          args.quantiles, args.max_score, args.seed, args.k)
+                          args.quantiles, args.max_score, args.seed, args.k,
+                          args.runs)
   for name, s in summary["subsets"].items():
     logging.info("%s: %d examples, %s %g..%g", name, s["size"],
                  args.score, s["score_min"], s["score_max"])

@@ -3,6 +3,8 @@
 * `length`: input tokens (complexity-based, §5.1).
 * `primitives`: distinct primitives in the input: the training set's Eq. 1
   lexicon (`csl_jax.data.lexicon`; the paper counts SCAN*'s verbs).
+* `learning`: the first step from which the example is predicted right at
+  10 tracked evaluations in a row, averaged over runs (`learning`).
 * `prototype`: distance to the assigned k-means centroid of the input's
   embedding (Sorscher et al. 2022 as in App. B.2). The paper embeds with
   SimCSE, a pretrained checkpoint that is not available offline; here the
@@ -13,13 +15,14 @@
 
 import collections
 import math
+import os
 from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
 
 from csl_jax.difficulty import kmeans as kmeans_lib
 
-SCORES = ("length", "primitives", "prototype")
+SCORES = ("length", "primitives", "prototype", "learning")
 
 
 def length(pairs: Sequence[Tuple[str, str]]) -> np.ndarray:
@@ -70,7 +73,15 @@ def prototype(pairs: Sequence[Tuple[str, str]], k: int = 100,
 
 
 def score(name: str, pairs: Sequence[Tuple[str, str]], seed: int = 0,
-          k: int = 100) -> Tuple[np.ndarray, Dict[str, float]]:
+          k: int = 100, runs: Sequence[str] = ()
+          ) -> Tuple[np.ndarray, Dict[str, float]]:
+  if name == "learning":
+    values, figures = learning(runs)
+    if len(values) != len(pairs):
+      from csl_jax.errors import InputError  # pylint: disable=g-import-not-at-top
+      raise InputError(f"the runs tracked {len(values)} examples, the "
+                       f"training set has {len(pairs)}")
+    return values, figures
   if name == "length":
     return length(pairs), {}
   if name == "primitives":
@@ -79,3 +90,37 @@ def score(name: str, pairs: Sequence[Tuple[str, str]], seed: int = 0,
     return prototype(pairs, k=k, seed=seed)
   from csl_jax.errors import InputError  # pylint: disable=g-import-not-at-top
   raise InputError(f"difficulty score {name!r}: one of {', '.join(SCORES)}")
+
+
+def learning(run_dirs: Sequence[str], patience: int = 10
+             ) -> Tuple[np.ndarray, Dict[str, float]]:
+  """Learning-based difficulty (App. B.2): per example, the first tracked
+  step from which it is predicted right at `patience` evaluations in a row
+  (the last step tracked if never), averaged over the runs (seeds). The
+  runs are trainings with `seq2seq.TrainConfig.track_train_every` > 0."""
+  from csl_jax.errors import InputError  # pylint: disable=g-import-not-at-top
+  per_run = []
+  for run in run_dirs:
+    directory = os.path.join(run, "learning")
+    files = sorted(f for f in os.listdir(directory)
+                   if f.startswith("step_") and f.endswith(".npy")) \
+        if os.path.isdir(directory) else []
+    if not files:
+      raise InputError("no learning/step_*.npy: train with "
+                       "seq2seq.TrainConfig.track_train_every > 0", run)
+    steps = np.array([int(f[5:-4]) for f in files])
+    right = np.stack([np.load(os.path.join(directory, f)) for f in files])
+    if per_run and right.shape[1] != per_run[0].shape[0]:
+      raise InputError(f"{right.shape[1]} examples tracked, another run "
+                       f"{per_run[0].shape[0]}", run)
+    # streak[t, i]: evaluations in a row predicted right from t on.
+    streak = np.zeros(right.shape, np.int64)
+    run_length = np.zeros(right.shape[1], np.int64)
+    for t in range(len(steps) - 1, -1, -1):
+      run_length = np.where(right[t], run_length + 1, 0)
+      streak[t] = run_length
+    first = np.argmax(streak >= patience, axis=0)
+    learned = (streak >= patience).any(axis=0)
+    per_run.append(np.where(learned, steps[first], steps[-1]))
+  return np.mean(per_run, axis=0), {"runs": len(run_dirs),
+                                    "patience": patience}

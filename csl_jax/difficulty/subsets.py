@@ -44,8 +44,8 @@ def mix(easiest: np.ndarray, hardest: np.ndarray, seed: int = 0
 
 
 def write(out_dir: str, data_dir: str, score_name: str, num: int = 4,
-          max_scores: Sequence[float] = (), seed: int = 0, k: int = 100
-          ) -> Dict[str, Any]:
+          max_scores: Sequence[float] = (), seed: int = 0, k: int = 100,
+          runs: Sequence[str] = ()) -> Dict[str, Any]:
   """Scores DATA_DIR/train.tsv and writes the subsets; returns the summary."""
   train_path = os.path.join(data_dir, "train.tsv")
   if not os.path.exists(train_path):
@@ -56,7 +56,7 @@ def write(out_dir: str, data_dir: str, score_name: str, num: int = 4,
   if len(pairs) < num:
     raise InputError(f"{len(pairs)} training examples cannot make {num} "
                      "quantiles", train_path)
-  score, figures = scores_lib.score(score_name, pairs, seed, k)
+  score, figures = scores_lib.score(score_name, pairs, seed, k, runs)
   atomic_write_text(os.path.join(out_dir, "scores.tsv"), (
       f"{x}\t{y}\t{s:g}\n" for (x, y), s in zip(pairs, score)))
   parts = quantiles(score, num, seed)

@@ -63,6 +63,10 @@ class TrainConfig:
   curriculum: str = "none"
   curriculum_start: float = 0.2
   curriculum_end: float = 0.8
+  # Every this many steps, decode the training split (greedy) and write
+  # which examples came out right to OUT/learning/step_<n>.npy: the
+  # learning-based difficulty (csl_jax/difficulty/scores.py). 0: never.
+  track_train_every: int = 0
 
   def __post_init__(self):
     configs.check_types(self)
@@ -77,7 +81,8 @@ class TrainConfig:
 
 CURRICULA = ("none", "example", "primitive")
 # Not part of what a run is: they do not change the parameters.
-BOOKKEEPING_FIELDS = ("log_every", "checkpoint_every", "eval_split")
+BOOKKEEPING_FIELDS = ("log_every", "checkpoint_every", "eval_split",
+                      "track_train_every")
 
 
 def train_key(config: TrainConfig) -> dict:

@@ -300,6 +300,27 @@ def init_key(model_dir: str, model_config) -> Dict[str, Any]:
   return {"run": digest.hexdigest(), "step": int(step)}
 
 
+LEARNING_DIR = "learning"
+
+
+def _track_train(out_dir, model, params, task, feature_lengths, step):
+  """OUT/learning/step_<step>.npy: bool [num train examples], predicted
+  right (greedy) at `step`, in the training split's order."""
+  from csl_jax.seq2seq import decode  # pylint: disable=g-import-not-at-top
+  if isinstance(seqio.get_mixture_or_task(task), seqio.Mixture):
+    raise InputError(f"track_train_every: {task} is a mixture; track a "
+                     "task's own training split")
+  rows, _ = decode.evaluate(model, params, task, "train", feature_lengths)
+  right = np.array([target == prediction for _, target, prediction in rows])
+  directory = os.path.join(out_dir, LEARNING_DIR)
+  os.makedirs(directory, exist_ok=True)
+  path = os.path.join(directory, f"step_{step:08d}.npy")
+  tmp = f"{path}.tmp.{os.getpid()}"
+  with open(tmp, "wb") as f:
+    np.save(f, right)
+  os.replace(tmp, path)
+
+
 def _curriculum_batches(task, feature_lengths, config: TrainConfig,
                         start: int):
   """Batches of a repetition curriculum (`curriculum.py`) from step
@@ -400,6 +421,9 @@ def train(out_dir: str, task: str,
             step, config.num_steps, config.curriculum_start,
             config.curriculum_end)
       summaries.scalars(scalars, done, "train")
+    if config.track_train_every and done % config.track_train_every == 0:
+      _track_train(out_dir, models.transformer(model_config), state.params,
+                   task, feature_lengths, done)
     if done % config.checkpoint_every == 0 or done == config.num_steps:
       manager.save(done, args=ocp.args.StandardSave(_pytree(state)))
       if config.eval_split:
