@@ -375,10 +375,13 @@ def experiment(out_dir: str,
   if mixing not in MIXINGS:
     raise InputError(f"experiment.mixing: {mixing!r}; valid: "
                      f"{', '.join(MIXINGS)}")
-  row_mixing = {r: (getattr(method_base.get(r), "mixing", "equal")
-                    if mixing == "method" else mixing)
-                for r in rows if r in methods} if mixing != "equal" else {}
-  row_mixing = {r: m for r, m in row_mixing.items() if m != "equal"}
+  row_mixing = {}  # method rows that do not mix 1:1
+  for r in rows:
+    if r in methods:
+      how = getattr(method_base.get(r), "mixing", "equal") \
+          if mixing == "method" else mixing
+      if how != "equal":
+        row_mixing[r] = how
   if regime not in grid_lib.REGIMES:
     raise InputError(f"experiment.regime: {regime!r}; valid: "
                      f"{', '.join(grid_lib.REGIMES)}")
@@ -460,10 +463,14 @@ def experiment(out_dir: str,
       # Methods that make new tokens (primaug, augzero): the vocabulary
       # has them too, listed in a file of its inputs (only then: the
       # vocabulary of other grids keeps its key).
-      extra = _new_tokens(part_files, [
-          tasks.registry.find_methods(run_dirs[(split, s)])[0].get(m)
-          for m in needed if getattr(method_base.get(m), "adds_tokens", False)
-          for s in seeds])
+      adding = [m for m in needed
+                if getattr(method_base.get(m), "adds_tokens", False)]
+      extra = []
+      if adding:
+        extra = _new_tokens(part_files, [
+            path for s in seeds for m, path in
+            tasks.registry.find_methods(run_dirs[(split, s)])[0].items()
+            if m in adding])
       if extra:
         path = os.path.join(out_dir, "vocab", f"{split}_new_tokens.tsv")
         atomic_write_text(path, "".join(f"{t}\t{t}\n" for t in extra))
