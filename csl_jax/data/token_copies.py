@@ -19,13 +19,6 @@ def copy_token(token: str, i: int) -> str:
   return token if i == 1 else f"{token}{SEPARATOR}{i}"
 
 
-def copy_text(text: str, i: int) -> str:
-  """Every token of `text` replaced by its i-th copy."""
-  if i == 1:
-    return text
-  return " ".join(copy_token(t, i) for t in text.split())
-
-
 def original_token(token: str) -> str:
   """The token a copy was made from (the inverse of `copy_token`)."""
   base, sep, index = token.rpartition(SEPARATOR)
