@@ -195,11 +195,12 @@ def predict(model, params, inputs, max_len: int, beam_size: int = 1,
   return np.asarray(beam(model, params, inputs, max_len, beam_size)[0])
 
 
-def _batch_rows(total: int, batch_size: int) -> int:
-  """Rows of every decoding batch: the last, partial, one is padded to the
-  others' size (one compiled decoder per call, not two), and all divide
-  over the local devices."""
-  rows = max(min(batch_size, total), 1)
+def _batch_rows(batch_size: int) -> int:
+  """Rows of every decoding batch: batch_size, the last, partial, batch and
+  a small split padded to it (as T5X's infer does), so one compiled decoder
+  serves every split and call of a model (BENCHMARKS.md "Issue 10 → Test
+  suite"); rounded up to divide over the local devices."""
+  rows = max(batch_size, 1)
   return rows + (-rows % jax.local_device_count())
 
 
@@ -210,7 +211,7 @@ def translate(model, params, vocabulary, texts: Sequence[str],
   """Decodes raw texts (e.g. backtranslation: sampled programs into
   utterances), tokenized as the tasks do (`append_eos_after_trim`). Returns
   the decoded texts and how many inputs were cut to max_input_len."""
-  rows = _batch_rows(len(texts), batch_size)
+  rows = _batch_rows(batch_size)
   out, cut = [], 0
   for start in progress_lib.progress(range(0, len(texts), batch_size),
                                      disable=not progress, desc="decode",
@@ -243,7 +244,7 @@ def evaluate(model, params, task_name: str, split: str,
                           shuffle=False, num_epochs=1)
   examples = list(ds.as_numpy_iterator())
   rows, targets, predictions = [], [], []
-  batch_rows = _batch_rows(len(examples), batch_size)
+  batch_rows = _batch_rows(batch_size)
   for start in range(0, len(examples), batch_size):
     chunk = examples[start:start + batch_size]
     inputs = np.zeros((batch_rows, feature_lengths["inputs"]), np.int32)

@@ -141,6 +141,8 @@ def evaluate_loss(state, task, split, feature_lengths, batch_size,
                                   bucket_width=bucket_width)
   total = {"loss": 0.0, "accuracy": 0.0, "weight": 0.0}
   for batch in input_pipeline.numpy_batches(ds, bucket_width):
+    if not bucket_width:  # the last batch too: one compiled eval_step
+      batch = input_pipeline.pad_batch(batch, batch_size)
     batch = input_pipeline.pad_batch(batch, jax.local_device_count())
     out = jax.device_get(eval_step(state, jax.device_put(batch,
                                                          data_sharding)))
