@@ -1,4 +1,4 @@
-"""`csl-jax prepare {scan,cogs,geoquery}`: write a dataset's splits as TSV."""
+"""`csl-jax prepare {scan,scan_star,cogs,geoquery}`: write a dataset's splits as TSV."""
 
 import argparse
 
@@ -6,6 +6,7 @@ from csl_jax.cli import stage
 from csl_jax.data import cogs
 from csl_jax.data import registry
 from csl_jax.data import scan
+from csl_jax.data import scan_star
 
 
 def add_parser(subparsers) -> None:
@@ -19,6 +20,22 @@ def add_parser(subparsers) -> None:
   p.add_argument("--source", choices=registry.SCAN_SOURCES,
                  help="default: generate")
   p.add_argument("--data_dir", help="TFDS data dir, or dir with TSVs")
+  p.add_argument("--out", required=True)
+  p = datasets.add_parser(
+      "scan_star", help="SCAN* (Zhou et al. 2023): 200 verbs, any number "
+      "of conjunctions; generated")
+  p.add_argument("--split", choices=scan_star.SPLITS,
+                 help="default: length (train 0 < l <= L, test L < l <= 2L)")
+  p.add_argument("--max_len", type=int,
+                 help="L: length split one of "
+                 f"{', '.join(map(str, scan_star.LENGTHS))} (default 62); "
+                 "jump split: longest training command (default 62)")
+  p.add_argument("--max_primitives", type=int,
+                 help="jump split: most distinct verbs per training example")
+  p.add_argument("--num_train", type=int,
+                 help="default 10000 (length split: before halving)")
+  p.add_argument("--num_test", type=int, help="default 2000")
+  p.add_argument("--seed", type=int, help="default 0")
   p.add_argument("--out", required=True)
   p = datasets.add_parser("cogs", help="COGS, to CSL's variable-free form")
   p.add_argument("--data_dir", required=True,
@@ -37,7 +54,8 @@ def add_parser(subparsers) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-  options = stage.given(args, "seed", "source", "primitives")
+  options = stage.given(args, "seed", "source", "primitives", "max_len",
+                        "max_primitives", "num_train", "num_test")
   if getattr(args, "original_lf", False):
     options["varfree"] = False
   kwargs = stage.given(args, "split", "data_dir")

@@ -17,6 +17,7 @@ import gin
 from csl_jax.data import cogs
 from csl_jax.data import geoquery
 from csl_jax.data import scan
+from csl_jax.data import scan_star
 from csl_jax.data import tsv
 from csl_jax.errors import InputError
 
@@ -130,6 +131,26 @@ def _scan_sources(split, data_dir, options) -> List[str]:
 
 add(Dataset("scan", scan.SPLITS, "addprim_jump", False, _scan_load,
             _scan_sources))
+
+
+# ---- SCAN*: generated (Zhou et al. 2023 App. A.2) ---------------------------
+
+def _scan_star_load(split, data_dir, options) -> Parts:
+  del data_dir
+  common = {k: options[k] for k in ("num_train", "num_test", "seed")
+            if k in options}
+  if split == "length":
+    train, test = scan_star.length_split(
+        options.get("max_len", scan_star.LENGTHS[1]), **common)
+  else:
+    train, test = scan_star.jump_split(
+        options.get("max_len", 62),
+        max_primitives_per_example=options.get("max_primitives"), **common)
+  return {"train": train, "test": test}
+
+
+add(Dataset("scan_star", scan_star.SPLITS, "length", False, _scan_star_load,
+            lambda split, data_dir, options: []))
 
 
 # ---- COGS: its TSVs (2 or 3 columns), optionally variable-free --------------
