@@ -174,3 +174,68 @@ def test_experiment_vocabulary_gets_the_new_tokens(tmp_path):
   with pytest.raises(InputError, match="experiment.mixing"):
     runner.experiment(str(tmp_path / "x"), dataset="scan",
                       splits=["simple"], mixing="sum")
+
+
+TOY_PAIRS = [("walk twice and run", "W W R"), ("run", "R")]
+
+
+def test_augzero_mixed_copies_by_hand():
+  from csl_jax.testing import models  # pylint: disable=g-import-not-at-top
+  rules = models.TOY_RULES
+  # One derivation of 4 rule applications (and, twice, walk, run), each in
+  # copy 1 or 2, at least one in 2: 2**4 - 1 mixed copies.
+  seen = set()
+  for seed in range(200):
+    config = augzero.AugZeroConfig(k=2, mix=True, seed=seed)
+    (x, y), (x1, y1) = augzero.mixed_copies(TOY_PAIRS, rules, config)
+    seen.add((x, y))
+    assert (x1, y1) == ("run@2", "R@2")  # one rule: in copy 2
+    walk, twice, conj, run = x.split()
+    w1, w2, r = y.split()
+    assert w1 == w2 == walk.replace("walk", "W") and r == run.replace("run",
+                                                                       "R")
+    assert tuple(" ".join(map(token_copies.original_token, s.split()))
+                 for s in (x, y)) == TOY_PAIRS[0]
+  assert len(seen) == 15 and ("walk twice and run", "W W R") not in seen
+  assert ("walk twice@2 and run", "W W R") in seen
+  # Every rule application in copy i: the plain copies.
+  config = augzero.AugZeroConfig(k=3, mix=True, mix_prob=1.0)
+  assert list(augzero.mixed_copies(TOY_PAIRS, rules, config)) == list(
+      augzero.copies(TOY_PAIRS, config))
+  stats = {}
+  out = list(augzero.mixed_copies([("walk thrice", "W W W")], rules,
+                                  augzero.AugZeroConfig(k=2, mix=True),
+                                  stats=stats))
+  assert out == [("walk@2 thrice@2", "W@2 W@2 W@2")]
+  assert stats["not_derived"] == 1
+  with pytest.raises(InputError, match="mix_prob"):
+    augzero.AugZeroConfig(mix=True, mix_prob=0.0)
+
+
+def test_augzero_mix_through_the_pipeline(tmp_path, clear_gin):
+  import gin  # pylint: disable=g-import-not-at-top
+  from csl_jax.pipeline import augment as pipeline  # pylint: disable=g-import-not-at-top
+  from csl_jax.qcfg.rules import save_rules  # pylint: disable=g-import-not-at-top
+  from csl_jax.testing import models  # pylint: disable=g-import-not-at-top
+  del clear_gin
+  data = tmp_path / "data"
+  data.mkdir()
+  tsv.write_tsv(data / "train.tsv", TOY_PAIRS)
+  run = str(tmp_path / "run")
+  with pytest.raises(InputError, match="list `csl` before it"):
+    pipeline.augment(run, dataset="tsv", data_dir=str(data),
+                     methods=["augzero_mix"])
+  grammar = tmp_path / "toy.qcfg"
+  save_rules(str(grammar), models.TOY_RULES)
+  gin.bind_parameter("augzero.AugZeroConfig.grammar", str(grammar))
+  gin.bind_parameter("augzero.AugZeroConfig.k", 3)
+  summary = pipeline.augment(run, dataset="tsv", data_dir=str(data),
+                             methods=["augzero_mix"])
+  assert not summary["stages"]["augzero_mix/generate"]["cached"]
+  rows = tsv.read_tsv(os.path.join(run, "augzero_mix", "synthetic.tsv"))
+  assert len(rows) == 2 * len(TOY_PAIRS)
+  assert ("run@3", "R@3") in rows
+  gin.bind_parameter("augzero.AugZeroConfig.seed", 1)
+  again = pipeline.augment(run, dataset="tsv", data_dir=str(data),
+                           methods=["augzero_mix"])
+  assert not again["stages"]["augzero_mix/generate"]["cached"]

@@ -2,9 +2,12 @@
 
 `RUN/augzero/generate/` gets `candidates.tsv` (copies 2..k of the training
 set, streamed: memory does not grow with k) and `stats.json` (sizes,
-vocabularies, time, peak memory). Settings: `augzero.AugZeroConfig.k`.
+vocabularies, time, peak memory). Settings: `augzero.AugZeroConfig.*`.
+`augzero_mix` is App. C.3's variant (copies mixed inside an example along
+the run's CSL grammar: run `csl` first in the same run).
 """
 
+import dataclasses
 import os
 import resource
 import time
@@ -12,27 +15,34 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import gin
 
-from csl_jax import configs
+from csl_jax.errors import InputError
 from csl_jax.methods import base
 from csl_jax.methods.augzero.augment import AugZeroConfig
 
 
-def generate(out_dir: str, train_path: str,
-             config: AugZeroConfig) -> Dict[str, Any]:
+def generate(out_dir: str, train_path: str, config: AugZeroConfig,
+             grammar: Optional[str] = None) -> Dict[str, Any]:
   # pylint: disable=g-import-not-at-top
   from csl_jax.data.tsv import read_tsv, write_tsv
   from csl_jax.files import atomic_write_json
   from csl_jax.methods.augzero import augment as augment_lib
+  from csl_jax.qcfg.rules import load_rules
   # pylint: enable=g-import-not-at-top
   start = time.time()
   train = [tuple(x) for x in read_tsv(train_path)]
   candidates = os.path.join(out_dir, "candidates.tsv")
-  written = write_tsv(candidates, augment_lib.copies(train, config,
-                                                     train_path))
+  mix_stats: Dict[str, Any] = {}
+  if config.mix:
+    pairs = augment_lib.mixed_copies(train, load_rules(grammar), config,
+                                     train_path, mix_stats)
+  else:
+    pairs = augment_lib.copies(train, config, train_path)
+  written = write_tsv(candidates, pairs)
   vocab_in = {t for x, _ in train for t in x.split()}
   vocab_out = {t for _, y in train for t in y.split()}
   stats = {
-      "k": config.k, "num_original": len(train), "generated": written,
+      "k": config.k, "mix": config.mix, **mix_stats,
+      "num_original": len(train), "generated": written,
       "num_total": len(train) + written,
       "vocab_input": [len(vocab_in), config.k * len(vocab_in)],
       "vocab_output": [len(vocab_out), config.k * len(vocab_out)],
@@ -57,16 +67,27 @@ class AugZero:
     self.config = config if config is not None else AugZeroConfig()
 
   def stages(self, data: base.RunData, workdir: str) -> List[base.Stage]:
-    del workdir
     train = data.train
-    return [base.Stage("generate", [train],
-                       {"augzero": configs.to_json(self.config)},
-                       lambda d: generate(d, train, self.config))]
+    inputs = [train]
+    grammar = None
+    if self.config.mix:
+      grammar = os.path.join(os.path.dirname(workdir), self.config.grammar)
+      if not os.path.isfile(grammar):
+        raise InputError(
+            f"{self.name} mixes copies along a QCFG and {grammar} does not "
+            "exist: list `csl` before it in the run's methods, or set "
+            "augzero.AugZeroConfig.grammar")
+      inputs.append(grammar)
+    return [base.Stage("generate", inputs, {"augzero": self.config.key()},
+                       lambda d: generate(d, train, self.config, grammar))]
 
   def report_rows(self, summaries: Mapping[str, dict]
                   ) -> List[Tuple[str, str]]:
     s = summaries["generate"]
-    return [
+    mixed = [("augzero mixed copies: pairs the grammar does not derive "
+               "(copied whole)", f'{s["not_derived"]:,}')] if s.get("mix") \
+        else []
+    return mixed + [
         ("augzero k", str(s["k"])),
         ("augzero training pairs (original + copies)",
          f'{s["num_original"]:,} + {s["generated"]:,} = {s["num_total"]:,}'),
@@ -78,6 +99,14 @@ class AugZero:
     ]
 
 
+def _mixed() -> AugZero:
+  method = AugZero()
+  method.name = "augzero_mix"
+  method.config = dataclasses.replace(method.config, mix=True)
+  return method
+
+
 KS = (20, 200)
 base.add(AugZero.name, AugZero)
 base.add_variants(AugZero, "k", KS)  # augzero_20, augzero_200
+base.add("augzero_mix", _mixed)
