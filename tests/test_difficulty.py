@@ -113,3 +113,32 @@ def test_learning_difficulty_by_hand(tmp_path):
   assert figures == {"runs": 2, "patience": 2}
   with pytest.raises(Exception, match="track_train_every"):
     scores.learning([str(tmp_path)])
+
+
+def test_pinned_examples_are_in_every_subset_and_out_of_the_quantiles(
+    tmp_path, capsys):
+  data = tmp_path / "data"
+  data.mkdir()
+  tsv.write_tsv(data / "train.tsv", PAIRS)
+  pin = tmp_path / "pin.tsv"
+  # The hardest example (length 4), pinned: the 7 others make the quantiles.
+  tsv.write_tsv(pin, [("walk and jump twice", "W J J")])
+  out = tmp_path / "out"
+  summary = subsets.write(str(out), str(data), "length", pin=str(pin))
+  assert summary["num_pinned"] == 1 and summary["num_train"] == 8
+  sizes = {k: v["size"] for k, v in summary["subsets"].items()}
+  assert sizes == {"q0": 3, "q1": 3, "q2": 3, "q3": 2, "mix": 3}
+  unpinned = []
+  for name in sizes:
+    rows = [e.input for e in tsv.read_tsv(out / name / "train.tsv")]
+    assert rows[-1] == "walk and jump twice"
+    if name.startswith("q"):
+      unpinned += rows[:-1]
+  assert sorted(unpinned) == sorted(x for x, _ in PAIRS
+                                    if x != "walk and jump twice")
+  tsv.write_tsv(pin, [("walk", "W"), ("fly", "F")])
+  capsys.readouterr()
+  assert cli.main(["difficulty", "--data_dir", str(data), "--out",
+                   str(out), "--score", "length", "--pin", str(pin)]) == 2
+  err = capsys.readouterr().err.strip().splitlines()
+  assert len(err) == 1 and "pin.tsv:2" in err[0]

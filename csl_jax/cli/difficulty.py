@@ -23,13 +23,16 @@ def add_parser(subparsers) -> None:
   p.add_argument("--k", type=int, default=100,
                  help="prototype: k-means clusters (the paper: 100)")
   p.add_argument("--seed", type=int, default=0)
+  p.add_argument("--pin", help="a TSV of training pairs kept in every "
+                 "subset, outside the quantiles (SMCalFlow-CS's few-shot "
+                 "examples, Zhou et al. App. G.1)")
 
 
 def main(args) -> int:
   from csl_jax.difficulty import subsets  # pylint: disable=g-import-not-at-top
   summary = subsets.write(args.out, args.data_dir, args.score,
                           args.quantiles, args.max_score, args.seed, args.k,
-                          args.runs)
+                          args.runs, args.pin)
   for name, s in summary["subsets"].items():
     logging.info("%s: %d examples, %s %g..%g", name, s["size"],
                  args.score, s["score_min"], s["score_max"])

@@ -5,6 +5,10 @@ examples as a quantile, half from the easiest and half from the hardest),
 and `max_<t>` (every example scoring at most t: their Fig. 5's training
 sets of bounded length or number of primitives).
 
+Pinned examples (`pin`: a TSV of training pairs, e.g. SMCalFlow-CS's 32
+cross-domain few-shot examples, which Zhou et al. App. G.1 keep in every
+subset) are left out of the scoring's partition and added to every subset.
+
 OUT/<subset>/train.tsv is the subset; the other parts of the data directory
 (test, dev, gen, ...) are copied beside it, so each subset is a `tsv`
 dataset for `csl-jax augment`/`experiment` (`--data_dir OUT/<subset>`) and
@@ -45,7 +49,8 @@ def mix(easiest: np.ndarray, hardest: np.ndarray, seed: int = 0
 
 def write(out_dir: str, data_dir: str, score_name: str, num: int = 4,
           max_scores: Sequence[float] = (), seed: int = 0, k: int = 100,
-          runs: Sequence[str] = ()) -> Dict[str, Any]:
+          runs: Sequence[str] = (), pin: Optional[str] = None
+          ) -> Dict[str, Any]:
   """Scores DATA_DIR/train.tsv and writes the subsets; returns the summary."""
   train_path = os.path.join(data_dir, "train.tsv")
   if not os.path.exists(train_path):
@@ -53,6 +58,9 @@ def write(out_dir: str, data_dir: str, score_name: str, num: int = 4,
   if num < 2:
     raise InputError(f"difficulty quantiles must be >= 2, got {num}")
   pairs = [(e.input, e.output) for e in tsv.read_tsv(train_path)]
+  pinned: List[tuple] = []
+  if pin is not None:
+    pairs, pinned = _split_pinned(pairs, pin)
   if len(pairs) < num:
     raise InputError(f"{len(pairs)} training examples cannot make {num} "
                      "quantiles", train_path)
@@ -67,7 +75,8 @@ def write(out_dir: str, data_dir: str, score_name: str, num: int = 4,
   others = sorted(f for f in os.listdir(data_dir)
                   if f.endswith(".tsv") and f != "train.tsv")
   summary: Dict[str, Any] = {"score": score_name, "figures": figures,
-                             "num_train": len(pairs), "seed": seed,
+                             "num_train": len(pairs) + len(pinned),
+                             "num_pinned": len(pinned), "seed": seed,
                              "subsets": {}}
   for name, index in subsets.items():
     directory = os.path.join(out_dir, name)
@@ -75,15 +84,30 @@ def write(out_dir: str, data_dir: str, score_name: str, num: int = 4,
       raise InputError(f"subset {name} is empty (scores range "
                        f"{score.min():g}..{score.max():g})")
     tsv.write_tsv(os.path.join(directory, "train.tsv"),
-                  (pairs[i] for i in index))
+                  [pairs[i] for i in index] + pinned)
     for f in others:
       shutil.copyfile(os.path.join(data_dir, f), os.path.join(directory, f))
     summary["subsets"][name] = {
-        "size": int(len(index)), "score_min": float(score[index].min()),
+        "size": int(len(index)) + len(pinned), "score_min": float(score[index].min()),
         "score_mean": float(score[index].mean()),
         "score_max": float(score[index].max())}
   atomic_write_json(os.path.join(out_dir, "summary.json"), summary)
   return summary
+
+
+def _split_pinned(pairs, pin: str):
+  """(the unpinned pairs, the pinned ones), both in training order; every
+  pinned pair must be a training pair (else an InputError naming its line);
+  all its copies in the training set are pinned."""
+  pinned = [(e.input, e.output) for e in tsv.read_tsv(pin)]
+  present = set(pairs)
+  for line, pair in enumerate(pinned, start=1):
+    if pair not in present:
+      raise InputError("pinned example is not in the training set", pin,
+                       line)
+  keep = set(pinned)
+  return [p for p in pairs if p not in keep], \
+      [p for p in pairs if p in keep]
 
 
 def read_scores(out_dir: str) -> Optional[np.ndarray]:
