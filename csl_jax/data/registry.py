@@ -145,7 +145,8 @@ def _scan_star_load(split, data_dir, options) -> Parts:
   else:
     train, test = scan_star.jump_split(
         options.get("max_len", 62),
-        max_primitives_per_example=options.get("max_primitives"), **common)
+        max_primitives_per_example=options.get("max_primitives"),
+        test_max_len=options.get("test_max_len", 62), **common)
   return {"train": train, "test": test}
 
 
