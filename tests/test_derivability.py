@@ -10,7 +10,7 @@ from csl_jax.cky import forest
 from csl_jax.cky import qcfg_reference as ref
 from csl_jax.induction.derivability import RuleChecker, as_pair, leaf
 from csl_jax.induction.unify import compose
-from csl_jax.qcfg.rules import Rule, parse_rule
+from csl_jax.qcfg.rules import Rule, parse_rule, parse_rules
 from csl_jax.testing.strategies import rules_strategy
 
 
@@ -195,3 +195,29 @@ def test_rule_checker_matches_reference(case):
     x, y = as_pair(target)
     assert bool(value) == ref.derivable(live + leaves, x, y), (
         target, include, exclude)
+
+
+def test_shared_encoder_answers_as_a_checker_of_its_own():
+  """Token ids shared across checkers (a search's Encoder): a checker built
+  before a later one grew the vocabulary still reads the new tokens as
+  unknown, and every answer equals an unshared checker's."""
+  from csl_jax.induction.derivability import Encoder  # pylint: disable=g-import-not-at-top
+  first = parse_rules("walk ### W\nNT_1 twice ### NT_1 NT_1\n")
+  later = parse_rules("run ### R\nNT_1 and NT_2 ### NT_1 NT_2\n"
+                      "walk ### W\n")
+  queries = parse_rules("walk twice ### W W\nrun twice ### R R\n"
+                        "walk and run ### W R\nNT_1 twice twice ### "
+                        "NT_1 NT_1 NT_1 NT_1\nrun ### W\n")
+  encoder = Encoder()
+  shared_first = RuleChecker(first, 2, encoder)
+  shared_later = RuleChecker(later, 2, encoder)  # adds run, and, R
+  for shared, rules in ((shared_first, first), (shared_later, later)):
+    own = RuleChecker(rules, 2)
+    shared.enable(rules)
+    own.enable(rules)
+    assert shared.rules_derivable(queries).tolist() == \
+        own.rules_derivable(queries).tolist()
+  assert shared_first.rules_derivable(queries).tolist() == [
+      True, False, False, True, False]
+  assert shared_later.rules_derivable(queries).tolist() == [
+      False, False, True, False, False]

@@ -159,14 +159,26 @@ def derivable_masked(grammar: QCFGArrays, pairs, enabled: np.ndarray,
   """Derivability of token-list pairs with the rules in `enabled`, plus rule
   include[b] and minus rule exclude[b] for pair b (-1: none); no length
   checks. Large batches run on numba's number of threads."""
-  size = len(pairs)
+  if not len(pairs):
+    return np.zeros(0, np.bool_)
+  return derivable_masked_packed(grammar, *_pack(grammar, pairs,
+                                                 range(len(pairs))),
+                                 enabled, include, exclude)
+
+
+def derivable_masked_packed(grammar: QCFGArrays, xs, x_off, ys, y_off,
+                            enabled: np.ndarray, include=None,
+                            exclude=None) -> np.ndarray:
+  """`derivable_masked` of pairs already encoded and concatenated
+  (token ids of `grammar`'s vocabulary, int32; offsets, int64)."""
+  size = x_off.shape[0] - 1
   if not size:
     return np.zeros(0, np.bool_)
   none = np.full(size, -1, np.int64)
   include = none if include is None else np.asarray(include, np.int64)
   exclude = none if exclude is None else np.asarray(exclude, np.int64)
   out = np.zeros(size, np.bool_)
-  args = (out, *_pack(grammar, pairs, range(size)), *_grammar_args(grammar),
+  args = (out, xs, x_off, ys, y_off, *_grammar_args(grammar),
           enabled, include, exclude)
   threads = min(numba.get_num_threads(), size // _PAIRS_PER_THREAD)
   if threads <= 1:

@@ -6,7 +6,7 @@ UNKNOWN, which no rule terminal equals.
 """
 
 import dataclasses
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -46,6 +46,14 @@ class QCFGArrays:
   def encode_target(self, tokens: Sequence[str]) -> np.ndarray:
     return _encode(tokens, self.target_vocab)
 
+  def clamp(self, source_ids: np.ndarray, target_ids: np.ndarray
+            ) -> Tuple[np.ndarray, np.ndarray]:
+    """Ids of a shared vocabulary (`encode_qcfg(vocab=...)`) that this
+    grammar's snapshot does not have: UNKNOWN, as `encode_*` would give."""
+    ns, nt = len(self.source_vocab), len(self.target_vocab)
+    return (np.where(source_ids < ns, source_ids, UNKNOWN).astype(np.int32),
+            np.where(target_ids < nt, target_ids, UNKNOWN).astype(np.int32))
+
 
 def _encode(tokens: Sequence[str], vocab: Dict[str, int]) -> np.ndarray:
   return np.array([vocab.get(t, UNKNOWN) for t in tokens], dtype=np.int32)
@@ -59,11 +67,16 @@ def _symbols(tokens: Sequence[str], vocab: Dict[str, int]) -> List[int]:
   return out
 
 
-def encode_qcfg(rules: Sequence[Rule],
-                max_nts: int = DEFAULT_MAX_NTS) -> QCFGArrays:
+def encode_qcfg(rules: Sequence[Rule], max_nts: int = DEFAULT_MAX_NTS,
+                vocab: Optional[Tuple[Dict[str, int], Dict[str, int]]] = None
+                ) -> QCFGArrays:
+  """`vocab`: (source, target) token ids shared with other grammars, grown
+  in place by this grammar's new terminals (ids are never reassigned, so
+  sequences encoded with them stay valid; `clamp` them for a grammar built
+  before their tokens were added). The grammar keeps a snapshot."""
   rules = tuple(rules)
-  source_vocab: Dict[str, int] = {}
-  target_vocab: Dict[str, int] = {}
+  source_vocab: Dict[str, int] = vocab[0] if vocab else {}
+  target_vocab: Dict[str, int] = vocab[1] if vocab else {}
   srcs, tgts = [], []
   for i, rule in enumerate(rules):
     if rule.num_nts > max_nts:
@@ -90,6 +103,8 @@ def encode_qcfg(rules: Sequence[Rule],
         tgt_first[i, t] = True
         seen.add(sym)
   anchor_off, anchor_rules, free_rules = _anchor_index(srcs, len(source_vocab))
+  if vocab:
+    source_vocab, target_vocab = dict(source_vocab), dict(target_vocab)
   return QCFGArrays(rules, source_vocab, target_vocab, src_sym, src_len,
                     tgt_sym, tgt_len, num_nts, tgt_first, max_nts,
                     anchor_off, anchor_rules, free_rules)

@@ -6,7 +6,7 @@ derives, is derivable: then any derivation that uses r can use G instead, so
 r can be removed without losing any example.
 """
 
-from typing import List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -24,15 +24,46 @@ def as_pair(rule: Rule) -> Tuple[List[str], List[str]]:
   return [swap(t) for t in rule.source], [swap(t) for t in rule.target]
 
 
-class RuleChecker:
-  """Rules encoded once; many derivability queries under rule masks."""
+class Encoder:
+  """Token ids shared by the checkers of one search, and each rule's pair
+  (`as_pair`) encoded once with them: a search asks about the same rules
+  many times (COGS: a million queries over ~10^5 rules), under grammars
+  that keep changing."""
 
-  def __init__(self, rules: Sequence[Rule], max_nts: int):
+  def __init__(self):
+    self.vocab: Tuple[Dict[str, int], Dict[str, int]] = ({}, {})
+    self._pairs: Dict[Rule, Tuple[np.ndarray, np.ndarray]] = {}
+
+  def pair(self, rule: Rule) -> Tuple[np.ndarray, np.ndarray]:
+    found = self._pairs.get(rule)
+    if found is None:
+      x, y = as_pair(rule)
+      src, tgt = self.vocab
+      found = (np.array([src.setdefault(t, len(src)) for t in x], np.int32),
+               np.array([tgt.setdefault(t, len(tgt)) for t in y], np.int32))
+      self._pairs[rule] = found
+    return found
+
+
+def _concat(seqs) -> Tuple[np.ndarray, np.ndarray]:
+  off = np.zeros(len(seqs) + 1, np.int64)
+  np.cumsum([len(s) for s in seqs], out=off[1:])
+  return np.concatenate(seqs), off
+
+
+class RuleChecker:
+  """Rules encoded once; many derivability queries under rule masks. With
+  an `Encoder`, token ids and rule encodings are shared across checkers."""
+
+  def __init__(self, rules: Sequence[Rule], max_nts: int,
+               encoder: Optional[Encoder] = None):
     self.rules = list(rules)
     self.index = {r: i for i, r in enumerate(self.rules)}
     leaves = [Rule((leaf(k),), (leaf(k),)) for k in range(1, max_nts + 1)]
     widest = max([r.num_nts for r in self.rules] + [max_nts, 1])
-    self.grammar = encode_qcfg(self.rules + leaves, max_nts=widest)
+    self.encoder = encoder
+    self.grammar = encode_qcfg(self.rules + leaves, max_nts=widest,
+                               vocab=encoder.vocab if encoder else None)
     self.enabled = np.zeros(len(self.rules) + len(leaves), np.bool_)
     self.enabled[len(self.rules):] = True
 
@@ -52,4 +83,14 @@ class RuleChecker:
   def rules_derivable(self, targets: Sequence[Rule],
                       include: Sequence[int] = (),
                       exclude: Sequence[int] = ()) -> np.ndarray:
-    return self.derivable([as_pair(r) for r in targets], include, exclude)
+    if self.encoder is None:
+      return self.derivable([as_pair(r) for r in targets], include, exclude)
+    if not len(targets):
+      return np.zeros(0, np.bool_)
+    encoded = [self.encoder.pair(r) for r in targets]
+    xs, x_off = _concat([x for x, _ in encoded])
+    ys, y_off = _concat([y for _, y in encoded])
+    xs, ys = self.grammar.clamp(xs, ys)
+    return forest.derivable_masked_packed(
+        self.grammar, xs, x_off, ys, y_off, self.enabled,
+        include if len(include) else None, exclude if len(exclude) else None)

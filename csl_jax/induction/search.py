@@ -26,7 +26,7 @@ import numpy as np
 
 from csl_jax import configs
 from csl_jax.files import atomic_write_json, read_json
-from csl_jax.induction.derivability import RuleChecker
+from csl_jax.induction.derivability import Encoder, RuleChecker
 from csl_jax.induction.objective import Objective, ObjectiveConfig
 from csl_jax.induction.prune import prune
 from csl_jax.induction.statistics import PairStatistics
@@ -181,6 +181,7 @@ class Inducer:
     self.objective = Objective(config.objective_config(), self.stats)
     self._target_ok = target_ok
     self._allowed_cache: Dict[Rule, bool] = {}
+    self._encoder = Encoder()
 
   # --- candidate constraints --------------------------------------------
 
@@ -270,7 +271,7 @@ class Inducer:
   def step(self, grammar: List[Rule]) -> Tuple[List[Rule], int, int]:
     """One parallel greedy step; returns (grammar, #removed, #added)."""
     cost = self.objective.rule_cost
-    checker = RuleChecker(grammar, self.config.max_nts)
+    checker = RuleChecker(grammar, self.config.max_nts, self._encoder)
     checker.enable(grammar)
     ids = list(range(len(grammar)))
     removable = checker.rules_derivable(grammar, exclude=ids)
@@ -290,7 +291,8 @@ class Inducer:
     removals: Dict[Rule, List[int]] = {}
     wide = checker
     if additions:
-      wide = RuleChecker(grammar + additions, self.config.max_nts)
+      wide = RuleChecker(grammar + additions, self.config.max_nts,
+                         self._encoder)
       wide.enable(grammar)
       queries, owners = [], []
       for a, r3 in enumerate(additions):
@@ -389,7 +391,7 @@ class Inducer:
     new = sorted({Rule(x, y) for x, y in pairs} - set(grammar), key=_key)
     if not new:
       return grammar
-    checker = RuleChecker(grammar, self.config.max_nts)
+    checker = RuleChecker(grammar, self.config.max_nts, self._encoder)
     checker.enable(grammar)
     derived = checker.rules_derivable(new)
     return sorted(set(grammar) | {r for r, d in zip(new, derived) if not d},
