@@ -120,3 +120,25 @@ def test_every_shipped_gin_file_parses(path, clear_gin):
   gin.add_config_file_search_path(os.path.dirname(os.path.dirname(
       os.path.abspath(__file__))))
   gin.parse_config_files_and_bindings([path], [], finalize_config=False)
+
+
+def test_augment_help_names_every_method_and_selector(capsys):
+  """The help lists names without importing the methods (their kernels):
+  every registered method starts with a listed name, every selector is
+  listed."""
+  from csl_jax import methods, selection  # pylint: disable=g-import-not-at-top
+  with pytest.raises(SystemExit):
+    cli.main(["augment", "--help"])
+  text = " ".join(capsys.readouterr().out.split())
+  listed = text.split("a method: ")[1].split(" or a variant")[0]
+  bases = [w.strip(" ,") for w in listed.replace(" or", ",").split(",")]
+  from csl_jax.methods import base  # pylint: disable=g-import-not-at-top
+  def shipped(name):  # not a method a test registered
+    factory = base._METHODS[name]  # pylint: disable=protected-access
+    factory = getattr(factory, "func", factory)
+    return (getattr(factory, "__module__", "") or "").startswith(
+        "csl_jax.methods")
+  for name in filter(shipped, methods.names()):
+    assert any(name.startswith(b) for b in bases if b), name
+  for name in selection.names():
+    assert name in text, name

@@ -4,11 +4,9 @@ import argparse
 
 from csl_jax.cli import stage
 from csl_jax.data import registry as data_registry
-from csl_jax.pipeline import augment as pipeline
 
 
 def add_parser(subparsers) -> None:
-  from csl_jax import methods, selection  # pylint: disable=g-import-not-at-top
   p = subparsers.add_parser(
       "augment", help="data -> method stages -> [selection] -> report",
       epilog="Flags left out take their gin bindings (augment.*), else "
@@ -19,12 +17,16 @@ def add_parser(subparsers) -> None:
   p.add_argument("--split", help="default: the dataset's (scan: "
                  "addprim_jump)")
   p.add_argument("--data_dir", help="the dataset's files (not for scan)")
+  # Names are checked by the library (one line, exit 2): listing them
+  # here would load every method's kernels for any command's --help.
   p.add_argument("--method", action="append", dest="methods",
-                 choices=methods.names(),
-                 help="repeatable; default: csl")
-  p.add_argument("--select", nargs="+", choices=selection.names(),
+                 help="a method: csl, geca, pcfg_bt, primaug, augzero or a "
+                 "variant (pcfg_bt_uniform, primaug_20, augzero_mix, ...; "
+                 "README); repeatable; default: csl")
+  p.add_argument("--select", nargs="+",
                  help="keep each selector's subset of each method's "
-                 "candidates (one or more)")
+                 "candidates (random, uat, cmaxent, cmaxent_uat; one or "
+                 "more)")
   p.add_argument("--select_num", type=int, help="how many each keeps")
   p.add_argument("--select_seed", type=int, help="default: 0")
   p.add_argument("--wait", action="store_true", default=None,
@@ -33,6 +35,7 @@ def add_parser(subparsers) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+  from csl_jax.pipeline import augment as pipeline  # pylint: disable=g-import-not-at-top
   pipeline.augment(args.out, **stage.given(
       args, "dataset", "split", "data_dir", "methods", "select",
       "select_num", "select_seed", "wait"))
@@ -44,4 +47,5 @@ def register_configurables() -> None:
   seq2seq configs (pcfg_bt's reverse model) are light."""
   # pylint: disable=g-import-not-at-top,unused-import
   from csl_jax.model import train
+  from csl_jax.pipeline import augment
   from csl_jax.seq2seq import config

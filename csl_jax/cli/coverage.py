@@ -3,7 +3,6 @@
 import argparse
 
 from csl_jax.cli import stage
-from csl_jax.methods.csl import coverage as coverage_lib
 
 
 def add_parser(subparsers) -> None:
@@ -20,8 +19,15 @@ def add_parser(subparsers) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+  from csl_jax.methods.csl import coverage as coverage_lib  # pylint: disable=g-import-not-at-top
   stage.run(args.out, coverage_lib.coverage, args.grammar, args.data,
             **stage.given(args, "max_nts", "max_source_len",
                           "max_target_len", "skip_malformed",
                           "skip_too_long"))
   return 0
+
+
+def register_configurables() -> None:
+  """The stage's gin configurables come with its library (and Numba): only
+  this command pays for the import."""
+  from csl_jax.methods.csl import coverage  # pylint: disable=g-import-not-at-top,unused-import

@@ -3,7 +3,6 @@ runs on the augmentation pipeline, with the papers' tables and plots."""
 
 import argparse
 
-from csl_jax.experiments import runner
 
 
 def add_parser(subparsers) -> None:
@@ -15,6 +14,7 @@ def add_parser(subparsers) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+  from csl_jax.experiments import runner  # pylint: disable=g-import-not-at-top
   runner.run(args.out)
   return 0
 
@@ -23,5 +23,6 @@ def register_configurables() -> None:
   """The trainer's and the methods' gin configurables."""
   # pylint: disable=g-import-not-at-top,unused-import
   from csl_jax import methods
+  from csl_jax.experiments import runner
   from csl_jax.model import train as csl_train
   from csl_jax.seq2seq import models, train

@@ -3,7 +3,6 @@
 import argparse
 
 from csl_jax.cli import stage
-from csl_jax.methods.csl import fit as fit_lib
 
 
 def add_parser(subparsers) -> None:
@@ -23,6 +22,7 @@ def add_parser(subparsers) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+  from csl_jax.methods.csl import fit as fit_lib  # pylint: disable=g-import-not-at-top
   stage.run(args.out, fit_lib.fit, args.grammar, args.train,
             **stage.given(args, "eval", "output_cfg", "unlabeled",
                           "unlabeled_copies", "max_source_len",
@@ -33,4 +33,6 @@ def main(args: argparse.Namespace) -> int:
 
 def register_configurables() -> None:
   """Imports FitConfig (with JAX, Flax, Optax): only fitting pays for it."""
-  from csl_jax.model import train  # pylint: disable=g-import-not-at-top,unused-import
+  # pylint: disable=g-import-not-at-top,unused-import
+  from csl_jax.methods.csl import fit
+  from csl_jax.model import train

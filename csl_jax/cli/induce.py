@@ -3,7 +3,6 @@
 import argparse
 
 from csl_jax.cli import stage
-from csl_jax.methods.csl import induce as induce_lib
 
 
 def add_parser(subparsers) -> None:
@@ -17,6 +16,13 @@ def add_parser(subparsers) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+  from csl_jax.methods.csl import induce as induce_lib  # pylint: disable=g-import-not-at-top
   stage.run(args.out, induce_lib.induce, args.train,
             **stage.given(args, "seed_rules", "output_cfg", "skip_malformed"))
   return 0
+
+
+def register_configurables() -> None:
+  """The stage's gin configurables come with its library (and Numba): only
+  this command pays for the import."""
+  from csl_jax.methods.csl import induce  # pylint: disable=g-import-not-at-top,unused-import

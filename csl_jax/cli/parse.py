@@ -3,7 +3,6 @@
 import argparse
 
 from csl_jax.cli import stage
-from csl_jax.methods.csl import parse as parse_lib
 
 
 def add_parser(subparsers) -> None:
@@ -24,9 +23,16 @@ def add_parser(subparsers) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+  from csl_jax.methods.csl import parse as parse_lib  # pylint: disable=g-import-not-at-top
   if args.subcommand == "parse":
     stage.run(args.out, parse_lib.parse, args.model, args.data,
               **stage.given(args, "k", "max_source_len", "skip_too_long"))
   else:
     stage.run(args.out, parse_lib.evaluate, args.predictions, args.other)
   return 0
+
+
+def register_configurables() -> None:
+  """The stage's gin configurables come with its library (and Numba): only
+  this command pays for the import."""
+  from csl_jax.methods.csl import parse  # pylint: disable=g-import-not-at-top,unused-import

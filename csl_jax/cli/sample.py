@@ -4,10 +4,9 @@ import argparse
 import dataclasses
 
 from csl_jax.cli import stage
-from csl_jax.methods.csl import sample as sample_lib
-from csl_jax.sampling import sampler
+from csl_jax.sampling.config import SampleConfig
 
-_DEFAULTS = sampler.SampleConfig()
+_DEFAULTS = SampleConfig()
 
 
 def add_parser(subparsers) -> None:
@@ -34,7 +33,13 @@ def add_parser(subparsers) -> None:
 def main(args: argparse.Namespace) -> int:
   overrides = stage.given(args, "seed", "temperature", "depth_bias",
                           "max_depth", "dedup")
-  config = dataclasses.replace(sampler.SampleConfig(), **overrides)
+  from csl_jax.methods.csl import sample as sample_lib  # pylint: disable=g-import-not-at-top
+  config = dataclasses.replace(SampleConfig(), **overrides)
   stage.run(args.out, sample_lib.sample, args.model, config=config,
             **stage.given(args, "num"))
   return 0
+
+
+def register_configurables() -> None:
+  """The stage's gin configurables come with its library (and Numba)."""
+  from csl_jax.methods.csl import sample  # pylint: disable=g-import-not-at-top,unused-import

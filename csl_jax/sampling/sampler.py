@@ -19,65 +19,15 @@ import time
 from typing import Dict, List, Set, Tuple
 
 from absl import logging
-import gin
 import numpy as np
 
 from csl_jax.errors import InputError
 from csl_jax.model.csl_model import CSLModel
 from csl_jax.sampling import intersection
 from csl_jax.sampling import sample_kernel
+from csl_jax.sampling.config import SampleConfig  # pylint: disable=unused-import
 
 
-@gin.configurable
-@dataclasses.dataclass(frozen=True)
-class SampleConfig:
-  temperature: float = 1.0  # math.inf: uniform p(r | s)
-  depth_bias: float = 0.0  # delta, added to rules with many NTs
-  depth_bias_min_nts: int = 1  # the bias goes to rules with more NTs
-  max_depth: int = 20  # at this depth only rules without NTs
-  max_len: int = 512  # longer samples are dropped (copies can blow up)
-  max_nodes: int = 4096
-  dedup: bool = False
-  max_attempts_factor: int = 20
-  seed: int = 0
-  chunk: int = 50_000
-  intersect: bool = True  # with an output CFG: intersect, else reject
-
-  def __post_init__(self):
-    self.validate()
-
-  def validate(self) -> None:
-    """Raises InputError for values that would give degenerate samples
-    (T <= 0 or NaN: one rule always wins) or no samples at all."""
-    def bad(name, rule):
-      raise InputError(f"SampleConfig.{name} (--{name} where a flag exists) "
-                       f"must be {rule}, got {getattr(self, name)!r}")
-
-    def is_int(v):
-      return isinstance(v, numbers.Integral) and not isinstance(v, bool)
-
-    def is_real(v):
-      return isinstance(v, numbers.Real) and not isinstance(v, bool)
-
-    t = self.temperature
-    if not is_real(t) or math.isnan(t) or t <= 0:
-      bad("temperature", "a number > 0 (inf: uniform p(r | s))")
-    if not is_real(self.depth_bias) or not math.isfinite(self.depth_bias):
-      bad("depth_bias", "a finite number")
-    if not is_int(self.depth_bias_min_nts) or self.depth_bias_min_nts < 0:
-      bad("depth_bias_min_nts", "an integer >= 0")
-    for name in ("max_depth", "max_len", "max_nodes", "max_attempts_factor",
-                 "chunk"):
-      if not is_int(getattr(self, name)) or getattr(self, name) < 1:
-        bad(name, "an integer >= 1")
-    if not is_int(self.seed) or self.seed < 0:
-      bad("seed", "an integer >= 0")
-    for name in ("dedup", "intersect"):
-      if not isinstance(getattr(self, name), (bool, np.bool_)):
-        bad(name, "True or False")
-
-
-# Typed placeholders for the intersection arrays when sampling without it.
 _NO_JOINT = (np.zeros(1, np.int64), np.zeros(0, np.int32),
              np.zeros((0, 1), np.int32), np.zeros((1, 1, 1)), 0)
 
