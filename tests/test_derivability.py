@@ -221,3 +221,76 @@ def test_shared_encoder_answers_as_a_checker_of_its_own():
       True, False, False, True, False]
   assert shared_later.rules_derivable(queries).tolist() == [
       False, False, True, False, False]
+
+
+# --- many extra rules in one chart (`rules_derivable_each`) -------------------
+
+def test_each_extra_rule_by_hand():
+  """`jump twice and walk ### JUMP JUMP WALK` without its own rule: the
+  base grammar has `jump`, `walk` and `twice`; of the extras only the
+  `and` rule (alone) completes a derivation, `after` has the wrong order,
+  the lexical `run` rule is no use, and `jump twice` as a whole rule also
+  needs `and`."""
+  base = ["jump ### JUMP", "walk ### WALK", "NT_1 twice ### NT_1 NT_1",
+          "jump twice and walk ### JUMP JUMP WALK"]
+  extras = ["NT_1 and NT_2 ### NT_1 NT_2", "NT_1 after NT_2 ### NT_2 NT_1",
+            "run ### RUN", "jump twice ### JUMP JUMP"]
+  rules = [r(t) for t in base + extras]
+  checker = RuleChecker(rules, 2)
+  checker.enable(rules[:4])
+  target = rules[3]
+  got = checker.rules_derivable_each([target, target], [[4, 5, 6, 7], [3]],
+                                     exclude=[3, -1])
+  assert got[0].tolist() == [True, False, False, False]
+  assert got[1].tolist() == [True]  # itself, not excluded
+  # Excluding an extra wins, as in `rules_derivable`.
+  other = r("jump and walk ### JUMP WALK")
+  got = checker.rules_derivable_each([other, other], [[4], [4]],
+                                     exclude=[-1, 4])
+  assert [g.tolist() for g in got] == [[True], [False]]
+
+
+def test_each_extra_rule_over_64_and_rows_do_not_leak():
+  """More than 64 extras go in several charts; a row's extras and exclusion
+  must not stay in the rule values of the next row (numba once typed the
+  restored value as a float)."""
+  rules = [r("jump ### JUMP"), r("NT_1 twice ### NT_1 NT_1")]
+  fillers = [r(f"w{k} ### W{k}") for k in range(150)]
+  everything = rules + fillers
+  checker = RuleChecker(everything, 2)
+  checker.enable([rules[0]])
+  target = r("jump twice ### JUMP JUMP")
+  extras = list(range(2, 152))
+  extras.insert(100, 1)  # the one that helps, in the second chunk
+  got = checker.rules_derivable_each(
+      [target, target, r("jump ### JUMP"), target],
+      [extras, extras, [1, 2], [1]], exclude=[-1, 0, 0, -1])
+  assert np.flatnonzero(got[0]).tolist() == [100]
+  assert not got[1].any()  # jump excluded: twice cannot help
+  assert got[2].tolist() == [False, False]
+  assert got[3].tolist() == [True]  # jump is back after the exclusions
+  # One by one, the same.
+  assert [bool(checker.rules_derivable([target], [e])[0]) for e in extras] \
+      == got[0].tolist()
+
+
+@hypothesis.settings(max_examples=120, deadline=None)
+@hypothesis.given(checker_cases(), st.data())
+def test_each_extra_rule_matches_reference(case, data):
+  rules, enabled, queries = case
+  max_nts = 2
+  checker = RuleChecker(rules, max_nts)
+  checker.enable([q for q, on in zip(rules, enabled) if on])
+  targets = [t for t, _, _ in queries]
+  extras = [data.draw(st.lists(st.integers(0, len(rules) - 1), max_size=6))
+            for _ in queries]
+  excludes = [e for _, _, e in queries]
+  got = checker.rules_derivable_each(targets, extras, excludes)
+  leaves = [Rule((leaf(k),), (leaf(k),)) for k in range(1, max_nts + 1)]
+  x_y = [as_pair(t) for t in targets]
+  for b, (more, exclude) in enumerate(zip(extras, excludes)):
+    for k, extra in enumerate(more):
+      live = [q for i, q in enumerate(rules)
+              if (enabled[i] or i == extra) and i != exclude]
+      assert bool(got[b][k]) == ref.derivable(live + leaves, *x_y[b]), (
+          targets[b], extra, exclude)

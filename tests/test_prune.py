@@ -8,7 +8,7 @@ from csl_jax.cky import forest as forest_lib
 from csl_jax.cky import qcfg_reference as ref
 from csl_jax.cky.grammar_arrays import encode_qcfg
 from csl_jax.induction import prune_reference
-from csl_jax.induction.prune import prune, roots_alive
+from csl_jax.induction.prune import prune, prune_and_cover, roots_alive
 from csl_jax.qcfg.rules import Rule, parse_rule
 from csl_jax.testing.strategies import SRC, TGT, expand, rules_strategy
 
@@ -183,3 +183,15 @@ def test_prune_properties(case, data):
       rest = [s for s in out if s != r]
       assert not all(ref.derivable(rest, x, y) for x, y in pairs
                      if ref.derivable(rules, x, y)), r
+
+
+def test_coverage_read_off_the_pruned_forests():
+  """`prune_and_cover`: the pruned rules derive exactly the pairs a fresh
+  parse with them derives (one pair here derivable by nothing)."""
+  pairs = PAIRS + [(("b", "b"), ("B", "B")), (("nothing",), ("NOTHING",))]
+  costs = {str(q): 1.0 for q in RULES}
+  kept, derived = prune_and_cover(RULES, pairs, max_nts=2,
+                                  cost=_cost(costs))
+  assert len(kept) < len(RULES)
+  fresh = forest_lib.derivable(encode_qcfg(kept, 2), pairs)
+  assert derived.tolist() == fresh.tolist() == [True, True, False]

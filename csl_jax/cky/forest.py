@@ -172,18 +172,45 @@ def derivable_masked_packed(grammar: QCFGArrays, xs, x_off, ys, y_off,
   """`derivable_masked` of pairs already encoded and concatenated
   (token ids of `grammar`'s vocabulary, int32; offsets, int64)."""
   size = x_off.shape[0] - 1
-  if not size:
-    return np.zeros(0, np.bool_)
   none = np.full(size, -1, np.int64)
   include = none if include is None else np.asarray(include, np.int64)
   exclude = none if exclude is None else np.asarray(exclude, np.int64)
   out = np.zeros(size, np.bool_)
-  args = (out, xs, x_off, ys, y_off, *_grammar_args(grammar),
-          enabled, include, exclude)
+  _on_threads(qcfg_kernel.derivable_masked, size, (
+      out, xs, x_off, ys, y_off, *_grammar_args(grammar), enabled, include,
+      exclude))
+  return out
+
+
+def derivable_each_packed(grammar: QCFGArrays, xs, x_off, ys, y_off,
+                          enabled: np.ndarray, exclude, extra_off,
+                          extra_rules) -> np.ndarray:
+  """For pair b (packed as in `derivable_masked_packed`), a uint64 whose bit
+  k says: derivable with the rules in `enabled`, minus rule exclude[b] (-1:
+  none), plus rule extra_rules[extra_off[b] + k]; at most 64 extras a pair.
+  The same answers as one `derivable_masked` query per extra, from one
+  chart per pair."""
+  size = x_off.shape[0] - 1
+  extra_off = np.asarray(extra_off, np.int64)
+  if size and np.diff(extra_off).max() > 64:
+    raise ValueError("at most 64 extra rules per pair")
+  out = np.zeros(size, np.uint64)
+  _on_threads(qcfg_kernel.derivable_each, size, (
+      out, xs, x_off, ys, y_off, *_grammar_args(grammar),
+      np.asarray(enabled, np.bool_), np.asarray(exclude, np.int64),
+      extra_off, np.asarray(extra_rules, np.int64)))
+  return out
+
+
+def _on_threads(kernel, size: int, args) -> None:
+  """kernel(lo, hi, *args) over [0, size): large batches in small slices on
+  numba's number of threads (the kernels release the GIL)."""
+  if not size:
+    return
   threads = min(numba.get_num_threads(), size // _PAIRS_PER_THREAD)
   if threads <= 1:
-    qcfg_kernel.derivable_masked(0, size, *args)
-    return out
+    kernel(0, size, *args)
+    return
   # Small slices, taken in turn: pairs differ a lot in cost.
   step = max(1, size // (8 * threads))
   slices = iter([(lo, min(lo + step, size)) for lo in range(0, size, step)])
@@ -192,7 +219,7 @@ def derivable_masked_packed(grammar: QCFGArrays, xs, x_off, ys, y_off,
   def work():
     try:
       for lo, hi in slices:  # a list iterator is safe to share by threads
-        qcfg_kernel.derivable_masked(lo, hi, *args)
+        kernel(lo, hi, *args)
     except BaseException as e:  # pylint: disable=broad-except
       errors.append(e)
 
@@ -203,7 +230,6 @@ def derivable_masked_packed(grammar: QCFGArrays, xs, x_off, ys, y_off,
     thread.join()
   if errors:
     raise errors[0]
-  return out
 
 
 def build_forests(grammar: QCFGArrays, pairs: Iterable,

@@ -7,6 +7,11 @@ source symbols has strictly shorter children. Rules whose source is a lone NT
 ("unary source") keep the source span and grow the target, so within a span
 they are closed under a fixpoint before their hyperedges are recorded.
 
+The chart holds a value per item, the OR over its derivations of the AND of
+their rules' values (`rule_val`): booleans for "derivable", or uint64 bit
+sets answering up to 64 "derivable with rule a added?" queries in one pass
+(every other rule all ones, rule a only bit a; `derivable_each`).
+
 The pure-Python twin is `qcfg_reference.py`; tests cross-check the two.
 """
 
@@ -72,7 +77,7 @@ def _select_rules(x, y, src_sym, src_len, tgt_sym, tgt_len, present_src,
       rules = anchor_rules
     for k in range(lo, hi):
       r = rules[k]
-      if not (enabled[r] and src_len[r] <= n and tgt_len[r] <= m):
+      if not (enabled[r] != 0 and src_len[r] <= n and tgt_len[r] <= m):
         continue
       if not _terminals_present(r, src_sym, src_len, tgt_sym, tgt_len,
                                 present_src, present_tgt):
@@ -107,14 +112,15 @@ def _terminals_present(r, src_sym, src_len, tgt_sym, tgt_len, present_src,
 
 
 @numba.njit(cache=True)
-def _match_target(r, i, j, cs, y, chart, src_has, n1, m1, tgt_sym, tgt_len,
-                  tgt_first, nnt, record, e_rule, e_parent, e_child, ne, pos,
-                  nxt, ct, children):
+def _match_target(r, i, j, cs, y, chart, rule_val, src_has, n1, m1, tgt_sym,
+                  tgt_len, tgt_first, nnt, record, e_rule, e_parent, e_child,
+                  ne, pos, nxt, ct, children):
   """Adds every item (i, j, k, l) that rule r derives from children whose
   source spans are cs; records hyperedges if `record`. Returns the edge
-  arrays, the edge count and the number of new items."""
+  arrays, the edge count and the number of items whose value grew."""
   m = y.shape[0]
   length = tgt_len[r]
+  value = rule_val[r]
   new_items = 0
   first = tgt_sym[r, 0]
   for k in range(m - length + 1):
@@ -127,14 +133,17 @@ def _match_target(r, i, j, cs, y, chart, src_has, n1, m1, tgt_sym, tgt_len,
       if t == length:
         l = pos[length]
         flat = ((i * n1 + j) * m1 + k) * m1 + l
-        if not chart[flat]:
-          chart[flat] = True
+        val = value
+        for a in range(nnt):
+          children[a] = ((cs[a, 0] * n1 + cs[a, 1]) * m1
+                         + ct[a, 0]) * m1 + ct[a, 1]
+          val &= chart[children[a]]
+        grown = chart[flat] | val
+        if grown != chart[flat]:
+          chart[flat] = grown
           src_has[i * n1 + j] = True
           new_items += 1
         if record:
-          for a in range(nnt):
-            children[a] = ((cs[a, 0] * n1 + cs[a, 1]) * m1
-                           + ct[a, 0]) * m1 + ct[a, 1]
           e_rule, e_parent, e_child, ne = _append_edge(
               e_rule, e_parent, e_child, ne, r, flat, children, nnt)
         t -= 1
@@ -247,18 +256,18 @@ def _match_source(r, i, j, x, src_has, n1, src_sym, src_len, starts, nxt, cs,
 
 @numba.njit(cache=True)
 def pair_chart(x, y, src_sym, src_len, tgt_sym, tgt_len, tgt_first, num_nts,
-               max_nts, present_src, present_tgt, record, enabled, anchor_off,
-               anchor_rules, free_rules):
-  """Fills the pair chart of (x, y) using the rules with enabled[r]. Returns
-  (chart, src_has, edge_rule, edge_parent, edge_children, num_edges); edges
-  only if `record`."""
+               max_nts, present_src, present_tgt, record, rule_val,
+               anchor_off, anchor_rules, free_rules):
+  """Fills the pair chart of (x, y) using the rules with rule_val[r] != 0
+  (the chart has rule_val's dtype). Returns (chart, src_has, edge_rule,
+  edge_parent, edge_children, num_edges); edges only if `record`."""
   n, m = x.shape[0], y.shape[0]
   n1, m1 = n + 1, m + 1
-  chart = np.zeros(n1 * n1 * m1 * m1, np.bool_)
+  chart = np.zeros(n1 * n1 * m1 * m1, rule_val.dtype)
   src_has = np.zeros(n1 * n1, np.bool_)
   binary, unary = _select_rules(x, y, src_sym, src_len, tgt_sym, tgt_len,
-                                present_src, present_tgt, enabled, anchor_off,
-                                anchor_rules, free_rules)
+                                present_src, present_tgt, rule_val,
+                                anchor_off, anchor_rules, free_rules)
   cap = 64
   e_rule = np.empty(cap, np.int32)
   e_parent = np.empty(cap, np.int64)
@@ -284,7 +293,7 @@ def pair_chart(x, y, src_sym, src_len, tgt_sym, tgt_len, tgt_first, num_nts,
                                      src_len, starts, snxt, cs, spans)
         for c in range(count):
           e_rule, e_parent, e_child, ne, _ = _match_target(
-              r, i, j, spans[c], y, chart, src_has, n1, m1, tgt_sym,
+              r, i, j, spans[c], y, chart, rule_val, src_has, n1, m1, tgt_sym,
               tgt_len, tgt_first, num_nts[r], record, e_rule, e_parent,
               e_child, ne, pos, tnxt, ct, children)
       if unary.shape[0] == 0 or not src_has[i * n1 + j]:
@@ -292,18 +301,18 @@ def pair_chart(x, y, src_sym, src_len, tgt_sym, tgt_len, tgt_first, num_nts,
       cs[0, 0] = i
       cs[0, 1] = j
       added = 1
-      while added > 0:  # closure: each step grows the target strictly
+      while added > 0:  # closure: until no item's value grows
         added = 0
         for r in unary:
           e_rule, e_parent, e_child, ne, new = _match_target(
-              r, i, j, cs, y, chart, src_has, n1, m1, tgt_sym, tgt_len,
+              r, i, j, cs, y, chart, rule_val, src_has, n1, m1, tgt_sym, tgt_len,
               tgt_first, one, no, e_rule, e_parent, e_child, ne, pos, tnxt,
               ct, children)
           added += new
       if record:
         for r in unary:
           e_rule, e_parent, e_child, ne, _ = _match_target(
-              r, i, j, cs, y, chart, src_has, n1, m1, tgt_sym, tgt_len,
+              r, i, j, cs, y, chart, rule_val, src_has, n1, m1, tgt_sym, tgt_len,
               tgt_first, one, yes, e_rule, e_parent, e_child, ne, pos, tnxt,
               ct, children)
   return chart, src_has, e_rule, e_parent, e_child, ne
@@ -424,6 +433,42 @@ def derivable_masked(lo, hi, out, xs, x_off, ys, y_off, src_sym, src_len,
         b, xs, x_off, ys, y_off, src_sym, src_len, tgt_sym, tgt_len,
         tgt_first, num_nts, max_nts, num_src_vocab, num_tgt_vocab,
         anchor_off, anchor_rules, free_rules, enabled, include, exclude)
+
+
+@numba.njit(cache=True, nogil=True)
+def derivable_each(lo, hi, out, xs, x_off, ys, y_off, src_sym, src_len,
+                   tgt_sym, tgt_len, tgt_first, num_nts, max_nts,
+                   num_src_vocab, num_tgt_vocab, anchor_off, anchor_rules,
+                   free_rules, enabled, exclude, extra_off, extra_rules):
+  """out[b] for b in [lo, hi), a uint64: bit k set iff pair b is derivable
+  using the rules in `enabled`, minus rule exclude[b] (-1: none), plus rule
+  extra_rules[extra_off[b] + k] (at most 64 extras per pair). One chart
+  answers what `derivable_masked` answers with one chart per extra."""
+  present_src = np.zeros(max(num_src_vocab, 1), np.int8)
+  present_tgt = np.zeros(max(num_tgt_vocab, 1), np.int8)
+  zero = np.uint64(0)  # typed: uint64 and int literals unify to float64
+  every = ~zero
+  vals = np.zeros(enabled.shape[0], np.uint64)
+  for r in range(enabled.shape[0]):
+    if enabled[r]:
+      vals[r] = every
+  for b in range(lo, hi):
+    for k in range(extra_off[b], extra_off[b + 1]):
+      vals[extra_rules[k]] |= np.uint64(1) << np.uint64(k - extra_off[b])
+    if exclude[b] >= 0:
+      vals[exclude[b]] = zero
+    x = xs[x_off[b]:x_off[b + 1]]
+    y = ys[y_off[b]:y_off[b + 1]]
+    n, m = x.shape[0], y.shape[0]
+    chart, _, _, _, _, _ = pair_chart(
+        x, y, src_sym, src_len, tgt_sym, tgt_len, tgt_first, num_nts,
+        max_nts, present_src, present_tgt, np.bool_(False), vals,
+        anchor_off, anchor_rules, free_rules)
+    out[b] = chart[((0 * (n + 1) + n) * (m + 1) + 0) * (m + 1) + m]
+    for k in range(extra_off[b], extra_off[b + 1]):  # restore
+      vals[extra_rules[k]] = every if enabled[extra_rules[k]] else zero
+    if exclude[b] >= 0:
+      vals[exclude[b]] = every if enabled[exclude[b]] else zero
 
 
 @numba.njit(cache=True)

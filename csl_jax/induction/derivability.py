@@ -94,3 +94,42 @@ class RuleChecker:
     return forest.derivable_masked_packed(
         self.grammar, xs, x_off, ys, y_off, self.enabled,
         include if len(include) else None, exclude if len(exclude) else None)
+
+  def rules_derivable_each(self, targets: Sequence[Rule],
+                           extras: Sequence[Sequence[int]],
+                           exclude: Sequence[int]) -> List[np.ndarray]:
+    """For each target b, whether it is derivable with the enabled rules
+    minus rule exclude[b], plus each rule of extras[b] alone (indices; a
+    bool array per target): `rules_derivable(targets, include=[e],
+    exclude=...)` for every e, with one chart per target and 64 extras."""
+    rows, extra_off, extra_rules, excl = [], [0], [], []
+    for b, more in enumerate(extras):
+      for lo in range(0, len(more), 64):
+        chunk = more[lo:lo + 64]
+        rows.append(b)
+        extra_rules.extend(chunk)
+        extra_off.append(len(extra_rules))
+        excl.append(exclude[b])
+    out = [np.zeros(len(more), np.bool_) for more in extras]
+    if not rows:
+      return out
+    if self.encoder is not None:
+      encoded = [self.encoder.pair(targets[b]) for b in rows]
+    else:
+      encoded = [(self.grammar.encode_source(x), self.grammar.encode_target(y))
+                 for x, y in (as_pair(targets[b]) for b in rows)]
+    xs, x_off = _concat([x for x, _ in encoded])
+    ys, y_off = _concat([y for _, y in encoded])
+    if self.encoder is not None:
+      xs, ys = self.grammar.clamp(xs, ys)
+    bits = forest.derivable_each_packed(
+        self.grammar, xs, x_off, ys, y_off, self.enabled, excl, extra_off,
+        extra_rules)
+    seen = [0] * len(targets)
+    for row, b in enumerate(rows):
+      k = extra_off[row + 1] - extra_off[row]
+      word = int(bits[row])
+      out[b][seen[b]:seen[b] + k] = [(word >> i) & 1 for i in range(k)]
+      seen[b] += k
+    return out
+

@@ -45,6 +45,15 @@ def prune(rules: Sequence[Rule], pairs: Sequence[Tuple], max_nts: int,
           cost: Callable[[Rule], float], keep: Sequence[Rule] = ()
           ) -> List[Rule]:
   """Rules minus those no example needs; rules in `keep` always stay."""
+  return prune_and_cover(rules, pairs, max_nts, cost, keep)[0]
+
+
+def prune_and_cover(rules: Sequence[Rule], pairs: Sequence[Tuple],
+                    max_nts: int, cost: Callable[[Rule], float],
+                    keep: Sequence[Rule] = ()
+                    ) -> Tuple[List[Rule], np.ndarray]:
+  """`prune`, and whether the pruned rules derive each pair (read off the
+  same forests: no second parse of the training set)."""
   rules = list(rules)
   grammar = encode_qcfg(rules, max_nts=max(
       [r.num_nts for r in rules] + [max_nts]))
@@ -68,4 +77,7 @@ def prune(rules: Sequence[Rule], pairs: Sequence[Tuple], max_nts: int,
         batch.node_offsets, batch.edge_offsets, batch.edge_rule,
         batch.edge_parent, batch.edge_children, examples, dead).all():
       dead[r] = False
-  return [r for i, r in enumerate(rules) if not dead[i]]
+  derived = roots_alive(batch.node_offsets, batch.edge_offsets,
+                        batch.edge_rule, batch.edge_parent,
+                        batch.edge_children, np.arange(len(pairs)), dead)
+  return [r for i, r in enumerate(rules) if not dead[i]], derived

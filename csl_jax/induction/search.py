@@ -28,7 +28,7 @@ from csl_jax import configs
 from csl_jax.files import atomic_write_json, read_json
 from csl_jax.induction.derivability import Encoder, RuleChecker
 from csl_jax.induction.objective import Objective, ObjectiveConfig
-from csl_jax.induction.prune import prune
+from csl_jax.induction.prune import prune_and_cover
 from csl_jax.induction.statistics import PairStatistics
 from csl_jax.induction.unify import unify
 from csl_jax.qcfg.rules import Rule, format_rule, nt_index, parse_rule
@@ -79,6 +79,7 @@ class StepRecord:
 class InductionResult:
   rules: List[Rule]
   history: List[StepRecord]
+  derived: np.ndarray  # [len(pairs)] bool: the rules derive pair b
 
 
 def _key(rule: Rule) -> str:
@@ -306,19 +307,23 @@ class Inducer:
       wide = RuleChecker(grammar + additions, self.config.max_nts,
                          self._encoder)
       wide.enable(grammar)
-      queries, owners = [], []
-      for a, r3 in enumerate(additions):
-        for j in index.supersets(r3):
-          if grammar[j] in seeds:
-            continue
-          queries.append((len(grammar) + a, j))
-          owners.append(r3)
-      ok = wide.rules_derivable([grammar[j] for _, j in queries],
-                                include=[q[0] for q in queries],
-                                exclude=[q[1] for q in queries])
-      for (_, j), r3, good in zip(queries, owners, ok):
-        if good:
-          removals.setdefault(r3, []).append(j)
+      # Does grammar + r3 - rule j derive rule j? One chart per rule j
+      # answers it for every r3 that might replace it.
+      queries = [(a, j) for a, r3 in enumerate(additions)
+                 for j in index.supersets(r3) if grammar[j] not in seeds]
+      by_rule: Dict[int, List[int]] = {}
+      for a, j in queries:
+        by_rule.setdefault(j, []).append(len(grammar) + a)
+      targets = sorted(by_rule)
+      answers = wide.rules_derivable_each(
+          [grammar[j] for j in targets], [by_rule[j] for j in targets],
+          exclude=targets)
+      good = {(extra - len(grammar), j)
+              for j, ok in zip(targets, answers)
+              for extra, yes in zip(by_rule[j], ok) if yes}
+      for a, j in queries:
+        if (a, j) in good:
+          removals.setdefault(additions[a], []).append(j)
 
     # Each rule's best improving action.
     actions: Dict[str, Tuple[float, Optional[Rule], Tuple[int, ...]]] = {}
@@ -470,7 +475,7 @@ class Inducer:
           progress(record)
         if done:
           break
-    grammar = sorted(prune(grammar, self.pairs, self.config.max_nts,
-                           self.objective.rule_cost, self.seed_rules),
-                     key=_key)
-    return InductionResult(grammar, history)
+    grammar, derived = prune_and_cover(
+        grammar, self.pairs, self.config.max_nts, self.objective.rule_cost,
+        self.seed_rules)
+    return InductionResult(sorted(grammar, key=_key), history, derived)

@@ -11,7 +11,6 @@ import gin
 
 from csl_jax import assets
 from csl_jax.cky import forest
-from csl_jax.cky.grammar_arrays import encode_qcfg
 from csl_jax.data import tsv
 from csl_jax.errors import InputError
 from csl_jax.induction import seed_rules as seed_lib
@@ -109,9 +108,7 @@ def induce(out_dir: str, train: str, seed_rules: Optional[str] = None,
                        on_step)
   bar.close()
   save_rules(os.path.join(out_dir, "grammar.qcfg"), result.rules)
-  derived = forest.derivable(encode_qcfg(result.rules, config.max_nts),
-                             pairs, max_source_len=10**9,
-                             max_target_len=10**9)
+  derived = result.derived
   summary.update(
       train=os.fspath(train), num_examples=len(pairs),
       num_skipped_malformed=stats.num_skipped, num_seed_rules=len(seeds),
