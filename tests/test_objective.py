@@ -67,6 +67,13 @@ def test_occurrence_index_matches_twin(sequences, pattern_list):
     got = index.occurrences(pattern)
     assert got.tolist() == expected
     assert index.occurrences(pattern).tolist() == expected  # cached
+  # Repeated sequences are matched once but reported at every position.
+  repeated = sequences + sequences[::-1] + sequences[:1]
+  index = OccurrenceIndex(repeated)
+  assert len(index) == len(repeated)
+  for pattern in pattern_list:
+    expected = [b for b, seq in enumerate(repeated) if occurs(pattern, seq)]
+    assert index.occurrences(pattern).tolist() == expected
 
 
 @hypothesis.settings(max_examples=200, deadline=None)

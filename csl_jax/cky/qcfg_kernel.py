@@ -289,6 +289,15 @@ def pair_chart(x, y, src_sym, src_len, tgt_sym, tgt_len, tgt_first, num_nts,
     for i in range(n - span + 1):
       j = i + span
       for r in binary:
+        # Length and end terminals checked here, written out: most (span,
+        # rule) pairs fail them, and a call (even to an inlined helper)
+        # costs more than the check (2.5-3x; BENCHMARKS.md issue 17).
+        length = src_len[r]
+        first = src_sym[r, 0]
+        last = src_sym[r, length - 1]
+        if (length > span or (first >= 0 and x[i] != first)
+            or (last >= 0 and x[j - 1] != last)):
+          continue
         count, spans = _match_source(r, i, j, x, src_has, n1, src_sym,
                                      src_len, starts, snxt, cs, spans)
         for c in range(count):
@@ -574,6 +583,12 @@ def source_chart(x, src_sym, src_len, max_nts, present_src):
       j = i + span
       for ri in range(nb):
         r = binary[ri]
+        length = src_len[r]  # the checks of pair_chart's loop
+        first = src_sym[r, 0]
+        last = src_sym[r, length - 1]
+        if (length > span or (first >= 0 and x[i] != first)
+            or (last >= 0 and x[j - 1] != last)):
+          continue
         count, spans = _match_source(r, i, j, x, src_has, n1, src_sym,
                                      src_len, starts, snxt, cs, spans)
         nnt = 0
