@@ -56,7 +56,10 @@ class QCFGArrays:
 
 
 def _encode(tokens: Sequence[str], vocab: Dict[str, int]) -> np.ndarray:
-  return np.array([vocab.get(t, UNKNOWN) for t in tokens], dtype=np.int32)
+  try:
+    return np.array(list(map(vocab.__getitem__, tokens)), dtype=np.int32)
+  except KeyError:
+    return np.array([vocab.get(t, UNKNOWN) for t in tokens], dtype=np.int32)
 
 
 def _symbols(tokens: Sequence[str], vocab: Dict[str, int]) -> List[int]:

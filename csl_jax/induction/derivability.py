@@ -20,8 +20,18 @@ def leaf(k: int) -> str:
 
 
 def as_pair(rule: Rule) -> Tuple[List[str], List[str]]:
+  if not any(map(nt_index, rule.source)):  # examples: most of the queries
+    return list(rule.source), list(rule.target)
   swap = lambda t: leaf(nt_index(t)) if nt_index(t) else t
   return [swap(t) for t in rule.source], [swap(t) for t in rule.target]
+
+
+def _ids(tokens: Sequence[str], vocab: Dict[str, int]) -> np.ndarray:
+  try:
+    return np.array(list(map(vocab.__getitem__, tokens)), np.int32)
+  except KeyError:  # new tokens: ids in order of first use
+    return np.array([vocab.setdefault(t, len(vocab)) for t in tokens],
+                    np.int32)
 
 
 class Encoder:
@@ -38,9 +48,7 @@ class Encoder:
     found = self._pairs.get(rule)
     if found is None:
       x, y = as_pair(rule)
-      src, tgt = self.vocab
-      found = (np.array([src.setdefault(t, len(src)) for t in x], np.int32),
-               np.array([tgt.setdefault(t, len(tgt)) for t in y], np.int32))
+      found = (_ids(x, self.vocab[0]), _ids(y, self.vocab[1]))
       self._pairs[rule] = found
     return found
 

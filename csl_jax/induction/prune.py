@@ -6,7 +6,7 @@ costly first, is dropped if every example whose forest uses it still has a
 derivation without it and without the rules dropped before it.
 """
 
-from typing import Callable, List, Sequence, Tuple
+from typing import Callable, Dict, List, Sequence, Tuple
 
 import numba
 import numpy as np
@@ -57,10 +57,15 @@ def prune_and_cover(rules: Sequence[Rule], pairs: Sequence[Tuple],
   rules = list(rules)
   grammar = encode_qcfg(rules, max_nts=max(
       [r.num_nts for r in rules] + [max_nts]))
-  batch, _ = forest_lib.build_forests(grammar, pairs, max_source_len=10**9,
+  # Each distinct pair parsed once (SCAN's training sets repeat 10%).
+  distinct: Dict[Tuple[Tuple[str, ...], Tuple[str, ...]], int] = {}
+  pair_of = np.array([distinct.setdefault((tuple(x), tuple(y)), len(distinct))
+                      for x, y in pairs], np.int64)
+  batch, _ = forest_lib.build_forests(grammar, list(distinct),
+                                      max_source_len=10**9,
                                       max_target_len=10**9)
   users: List[List[int]] = [[] for _ in rules]
-  for b in range(len(pairs)):
+  for b in range(len(distinct)):
     e0, e1 = batch.edge_offsets[b], batch.edge_offsets[b + 1]
     for r in set(batch.edge_rule[e0:e1].tolist()):
       users[r].append(b)
@@ -79,5 +84,5 @@ def prune_and_cover(rules: Sequence[Rule], pairs: Sequence[Tuple],
       dead[r] = False
   derived = roots_alive(batch.node_offsets, batch.edge_offsets,
                         batch.edge_rule, batch.edge_parent,
-                        batch.edge_children, np.arange(len(pairs)), dead)
-  return [r for i, r in enumerate(rules) if not dead[i]], derived
+                        batch.edge_children, np.arange(len(distinct)), dead)
+  return [r for i, r in enumerate(rules) if not dead[i]], derived[pair_of]
