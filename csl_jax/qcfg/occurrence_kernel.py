@@ -77,10 +77,17 @@ def match_examples(flat, offsets, candidates, pattern, num_nts):
   bind_len = np.zeros(width, np.int64)
   pos = np.empty(size + 1, np.int64)
   nxt = np.empty(size + 1, np.int64)
+  # A pattern led by an NT used once matches somewhere iff it matches at
+  # 0: that NT can take every token before the match.
+  once = pattern[0] < 0
+  for t in range(1, size):
+    if pattern[t] == pattern[0]:
+      once = False
   for c in range(candidates.shape[0]):
     b = candidates[c]
     tokens = flat[offsets[b]:offsets[b + 1]]
-    for start in range(tokens.shape[0] - size + 1):
+    last = 0 if once else tokens.shape[0] - size
+    for start in range(last + 1):
       if pattern[0] >= 0 and tokens[start] != pattern[0]:
         continue
       if _occurs_at(tokens, start, pattern, first, bind_start, bind_len,
