@@ -63,11 +63,8 @@ def _encode(tokens: Sequence[str], vocab: Dict[str, int]) -> np.ndarray:
 
 
 def _symbols(tokens: Sequence[str], vocab: Dict[str, int]) -> List[int]:
-  out = []
-  for t in tokens:
-    k = nt_index(t)
-    out.append(-k if k else vocab.setdefault(t, len(vocab)))
-  return out
+  return [-k if (k := nt_index(t)) else vocab.setdefault(t, len(vocab))
+          for t in tokens]
 
 
 def encode_qcfg(rules: Sequence[Rule], max_nts: int = DEFAULT_MAX_NTS,
@@ -80,12 +77,13 @@ def encode_qcfg(rules: Sequence[Rule], max_nts: int = DEFAULT_MAX_NTS,
   rules = tuple(rules)
   source_vocab: Dict[str, int] = vocab[0] if vocab else {}
   target_vocab: Dict[str, int] = vocab[1] if vocab else {}
-  srcs, tgts = [], []
+  srcs, tgts, nts = [], [], []
   for i, rule in enumerate(rules):
-    if rule.num_nts > max_nts:
-      raise InputError(f"rule {i + 1} ({format_rule(rule)!r}) has "
-                       f"{rule.num_nts} NTs, more than max_nts={max_nts}")
     srcs.append(_symbols(rule.source, source_vocab))
+    nts.append(sum(1 for sym in srcs[-1] if sym < 0))
+    if nts[-1] > max_nts:
+      raise InputError(f"rule {i + 1} ({format_rule(rule)!r}) has "
+                       f"{nts[-1]} NTs, more than max_nts={max_nts}")
     tgts.append(_symbols(rule.target, target_vocab))
 
   def pad(seqs):
@@ -97,7 +95,7 @@ def encode_qcfg(rules: Sequence[Rule], max_nts: int = DEFAULT_MAX_NTS,
 
   src_sym, src_len = pad(srcs)
   tgt_sym, tgt_len = pad(tgts)
-  num_nts = np.array([r.num_nts for r in rules], dtype=np.int32)
+  num_nts = np.array(nts, dtype=np.int32)
   tgt_first = np.zeros(tgt_sym.shape, dtype=np.bool_)
   for i, tgt in enumerate(tgts):
     seen = set()
