@@ -15,7 +15,8 @@ same rules.
 
 Stages: `induction` (the reference's `induction.search_main` with its
 task's `induction_config.json`, seed rules and target CFG as its demo
-scripts give them; ours `csl-jax induce` with `gin/csl/<task>.gin`).
+scripts give them; ours `csl-jax induce` with `gin/csl/<task>.gin` and the
+reference's log2 penalty, `InductionConfig.log_base` 2).
 """
 
 import argparse
@@ -78,7 +79,9 @@ def induction(name: str, ref_dir: str, data_dir: str, work: str) -> dict:
             "--target_grammar", f"{_CSL}/tasks/{task}/target_cfg.txt"]
   ref = timed(cmd, ref_dir, env)
   ours_dir = os.path.join(work, "ours")
+  # The reference's penalty is in bits (log2), the paper's Eq. 7 in nats.
   ours = timed(["csl-jax", "induce", f"--gin_file=gin/csl/{gin}.gin",
+                "--gin.InductionConfig.log_base=2.0",
                 "--train", train, "--out", ours_dir], _REPO)
   a, b = rules_of(ref_rules), rules_of(os.path.join(ours_dir,
                                                      "grammar.qcfg"))

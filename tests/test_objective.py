@@ -3,6 +3,7 @@
 import math
 
 import hypothesis
+import pytest
 from hypothesis import strategies as st
 import numpy as np
 
@@ -209,3 +210,18 @@ def test_zero_coefficient_drops_its_term():
   config = ObjectiveConfig(source_given_target=0.0, target_given_source=0.0)
   objective = Objective(config, PairStatistics(PAIRS))
   assert objective.rule_cost(parse_rule("twice NT_1 ### NT_1 NT_1")) == 4.0
+
+
+def test_log_base_two_is_the_authors_code():
+  """The paper's Eq. 7 writes ln; the authors' objective_utils.py takes
+  log2: p = 1/4 with k_beta = 3 costs 3 * 2 = 6 bits, 3 ln 4 nats."""
+  rule = parse_rule("jump ### WALK")
+  costs = {}
+  for base in (math.e, 2.0):
+    config = ObjectiveConfig(source_given_target=0.0, target_given_source=3.0,
+                             log_base=base)
+    costs[base] = Objective(config, PairStatistics(PAIRS)).rule_cost(rule)
+  assert costs[2.0] == 2.0 + 6.0
+  assert costs[math.e] == 2.0 + 3.0 * math.log(4)
+  with pytest.raises(ValueError, match="log_base"):
+    ObjectiveConfig(log_base=1.0)

@@ -55,10 +55,12 @@ class InductionConfig:
   allow_unary_source: bool = True  # rules whose source is a lone NT
   num_workers: int = 0  # processes for the candidate search; 0: all cores
   min_rules_per_worker: int = 500  # smaller steps stay in one process
+  log_base: float = math.e  # of the penalty: ln (paper); 2.0 (authors' code)
 
   def objective_config(self) -> ObjectiveConfig:
     return ObjectiveConfig(self.terminal_cost, self.nonterminal_cost,
-                           self.source_given_target, self.target_given_source)
+                           self.source_given_target, self.target_given_source,
+                           self.log_base)
 
   def __post_init__(self):
     configs.check_types(self)
