@@ -417,12 +417,22 @@ def _derivable_one(b, xs, x_off, ys, y_off, src_sym, src_len, tgt_sym,
       mask[include[b]] = True
     if exclude[b] >= 0:
       mask[exclude[b]] = False
+  return _root_value(b, xs, x_off, ys, y_off, src_sym, src_len, tgt_sym,
+                     tgt_len, tgt_first, num_nts, max_nts, present_src,
+                     present_tgt, mask, anchor_off, anchor_rules, free_rules)
+
+
+@numba.njit(cache=True)
+def _root_value(b, xs, x_off, ys, y_off, src_sym, src_len, tgt_sym, tgt_len,
+                tgt_first, num_nts, max_nts, present_src, present_tgt,
+                rule_val, anchor_off, anchor_rules, free_rules):
+  """The chart value of pair b's root item (0, n, 0, m)."""
   x = xs[x_off[b]:x_off[b + 1]]
   y = ys[y_off[b]:y_off[b + 1]]
   n, m = x.shape[0], y.shape[0]
   chart, _, _, _, _, _ = pair_chart(
       x, y, src_sym, src_len, tgt_sym, tgt_len, tgt_first, num_nts,
-      max_nts, present_src, present_tgt, np.bool_(False), mask,
+      max_nts, present_src, present_tgt, np.bool_(False), rule_val,
       anchor_off, anchor_rules, free_rules)
   return chart[((0 * (n + 1) + n) * (m + 1) + 0) * (m + 1) + m]
 
@@ -466,14 +476,10 @@ def derivable_each(lo, hi, out, xs, x_off, ys, y_off, src_sym, src_len,
       vals[extra_rules[k]] |= np.uint64(1) << np.uint64(k - extra_off[b])
     if exclude[b] >= 0:
       vals[exclude[b]] = zero
-    x = xs[x_off[b]:x_off[b + 1]]
-    y = ys[y_off[b]:y_off[b + 1]]
-    n, m = x.shape[0], y.shape[0]
-    chart, _, _, _, _, _ = pair_chart(
-        x, y, src_sym, src_len, tgt_sym, tgt_len, tgt_first, num_nts,
-        max_nts, present_src, present_tgt, np.bool_(False), vals,
-        anchor_off, anchor_rules, free_rules)
-    out[b] = chart[((0 * (n + 1) + n) * (m + 1) + 0) * (m + 1) + m]
+    out[b] = _root_value(b, xs, x_off, ys, y_off, src_sym, src_len, tgt_sym,
+                         tgt_len, tgt_first, num_nts, max_nts, present_src,
+                         present_tgt, vals, anchor_off, anchor_rules,
+                         free_rules)
     for k in range(extra_off[b], extra_off[b + 1]):  # restore
       vals[extra_rules[k]] = every if enabled[extra_rules[k]] else zero
     if exclude[b] >= 0:
