@@ -18,6 +18,8 @@ from csl_jax.selection import cmaxent
 from csl_jax.selection import cmaxent_kernel
 from csl_jax.selection import cmaxent_kernel_reference
 from csl_jax.selection import diversity
+from csl_jax.selection import structure_kernel
+from csl_jax.selection import structure_kernel_reference
 from csl_jax.selection import templates
 from csl_jax.selection import uat
 
@@ -148,6 +150,95 @@ def test_featurize_dedups_entities():
     diversity.featurize([], "auto")
   with pytest.raises(InputError):
     diversity.featurize([Example("x", "answer ( city")], "geoquery")
+
+
+COGS = [
+    "like ( agent = * giraffe , ccomp = notice ( agent = Olivia , theme = "
+    "cake ( nmod . in = garden ) ) )",
+    "help ( theme = rose , agent = dog )",
+    "dust ( agent = * sailor , theme = boy )",
+    "roll ( agent = Emma , theme = teacher )",
+    "lend ( agent = Jack , recipient = * pancake , theme = teacher )",
+    "prove ( agent = Olivia , ccomp = burn ( theme = pen ) )",
+    "sleep ( agent = * cat ( nmod . on = * mat ( nmod . beside = Ava ) ) )",
+    "roll ( agent = Liam , theme = teacher )",
+    "cake",
+    "help ( theme = rose",  # unreadable: never selected, UNPARSED template
+]
+
+
+def _same_structure(a, b):
+  (t1, n1, v1, a1, an1, c1, cn1), (t2, n2, v2, a2, an2, c2, cn2) = a, b
+  np.testing.assert_array_equal(t1, t2)
+  np.testing.assert_array_equal(v1, v2)
+  assert (n1, an1, cn1) == (n2, an2, cn2)
+  for x, y in ((a1, a2), (c1, c2)):
+    assert x.shape == y.shape
+    for part in ("indptr", "indices", "data"):  # same ids, same floats
+      np.testing.assert_array_equal(getattr(x, part), getattr(y, part))
+
+
+@pytest.mark.parametrize("abstraction", ["cogs", "geoquery"])
+@pytest.mark.parametrize("weighting", ["keysers", "none"])
+@pytest.mark.parametrize("with_compounds", [True, False])
+def test_structure_kernel_equals_reference(abstraction, weighting,
+                                           with_compounds):
+  keys = COGS if abstraction == "cogs" else GEO + ["answer ( city"]
+  abst = templates.get(abstraction)
+  keys = [abst.key(k) for k in keys]
+  counts = np.arange(1, len(keys) + 1)
+  _same_structure(
+      structure_kernel.structure(keys, abst, counts, weighting,
+                                 with_compounds),
+      structure_kernel_reference.structure(keys, abst, counts, weighting,
+                                           with_compounds))
+
+
+_WORDS = ["a", "b", "*", "nmod", ".", "in", "entity", "loc_2", "city"]
+
+
+@st.composite
+def _bracketed(draw, depth=0):
+  label = " ".join(draw(st.lists(st.sampled_from(_WORDS), min_size=1,
+                                 max_size=3)))
+  shape = draw(st.sampled_from(["leaf", "=", "("] if depth < 3 else ["leaf"]))
+  if shape == "leaf":
+    return label
+  if shape == "=":
+    return f"{label} = {draw(_bracketed(depth + 1))}"
+  kids = draw(st.lists(_bracketed(depth + 1), min_size=1, max_size=3))
+  return f"{label} ( {' , '.join(kids)} )"
+
+
+_TOKEN_SOUP = st.lists(st.sampled_from(_WORDS + ["(", ")", ",", "="]),
+                       max_size=12).map(" ".join)
+
+
+@hypothesis.settings(max_examples=80, deadline=None)
+@hypothesis.given(st.lists(st.one_of(_bracketed(), _TOKEN_SOUP), min_size=1,
+                           max_size=8),
+                  st.sampled_from(["cogs", "geoquery"]),
+                  st.sampled_from(["keysers", "none"]))
+def test_structure_kernel_equals_reference_random(keys, abstraction,
+                                                  weighting):
+  # Random trees (nested `=` and brackets, multi-token labels) and token
+  # soup (unbalanced, empty labels, trailing tokens): same parse, same
+  # errors, same ids and weights.
+  abst = templates.get(abstraction)
+  counts = np.arange(len(keys)) % 3 + 1
+  _same_structure(
+      structure_kernel.structure(keys, abst, counts, weighting),
+      structure_kernel_reference.structure(keys, abst, counts, weighting))
+
+
+def test_structure_kernel_declines_names_it_cannot_keep_apart():
+  # `$` is how compound names mark a truncated node: a label with it could
+  # give two structures one name, so the bulk kernel leaves it to the twin.
+  abst = templates.get("geoquery")
+  keys = ["answer ( a$ ( b ) )", "answer ( a ( b ) )"]
+  assert structure_kernel.structure(keys, abst, np.ones(2), "keysers") is None
+  feats = diversity.featurize([Example("x", k) for k in keys], "geoquery")
+  assert feats.num_queries == 2 and "a$" in feats.atom_names
 
 
 # --- UAT ----------------------------------------------------------------------

@@ -24,7 +24,6 @@ is not stated). `report_rows` compares selections with random ones of the
 same size; `plot_template_frequency` draws their Fig. 5/7.
 """
 
-import collections
 import dataclasses
 from typing import Dict, List, Mapping, Optional, Sequence
 
@@ -35,6 +34,8 @@ import scipy.sparse
 from csl_jax.data.tsv import Example
 from csl_jax.errors import InputError
 from csl_jax.files import atomic_save_figure
+from csl_jax.selection import structure_kernel
+from csl_jax.selection import structure_kernel_reference
 from csl_jax.selection import templates as templates_lib
 
 WEIGHTINGS = ("none", "keysers")
@@ -70,22 +71,16 @@ class PoolFeatures:
     return np.split(order, bounds)
 
 
-def _csr(rows: List[Dict[int, float]], width: int) -> scipy.sparse.csr_matrix:
-  ptr = np.zeros(len(rows) + 1, np.int64)
-  ptr[1:] = np.cumsum([len(r) for r in rows])
-  ids = np.fromiter((i for r in rows for i in sorted(r)), np.int64, ptr[-1])
-  vals = np.fromiter((r[i] for r in rows for i in sorted(r)), np.float64,
-                     ptr[-1])
-  return scipy.sparse.csr_matrix((vals, ids, ptr), shape=(len(rows), width))
-
-
 def featurize(pool: Sequence[Example], abstraction: str = "auto",
-              weighting: str = "keysers", structure: bool = True
-              ) -> PoolFeatures:
+              weighting: str = "keysers", structure: bool = True,
+              kernel=structure_kernel) -> PoolFeatures:
   """The pool's queries, templates, atoms and weighted compounds.
 
   With structure=False only queries and templates (empty atom and compound
-  matrices): what UAT needs, at a fraction of the cost.
+  matrices): what UAT needs, at a fraction of the cost. `kernel`: the
+  module whose `structure` reads the queries (`structure_kernel`, bulk, for
+  bracketed abstractions, else its per-query twin
+  `structure_kernel_reference`).
 
   Raises:
     InputError: an unknown abstraction or weighting, an empty pool, or an
@@ -107,50 +102,17 @@ def featurize(pool: Sequence[Example], abstraction: str = "auto",
   query_of_text = np.fromiter(
       (query_ids.setdefault(abst.key(t), len(query_ids)) for t in text_ids),
       np.int64, len(text_ids))
+  del text_ids
   query_of = query_of_text[text_of]
   query_count = np.bincount(query_of, minlength=len(query_ids))
   keys = list(query_ids)
-  template_ids: Dict[str, int] = {}
-  atom_ids: Dict[str, int] = {}
-  comp_ids: Dict[str, int] = {}
-  template_of = np.zeros(len(keys), np.int64)
-  atom_rows: List[Dict[int, float]] = []
-  occurrences = []  # per query: [(compound id, [super compound ids])]
-  valid = np.ones(len(keys), bool)
-  for q, key in enumerate(keys):
-    try:
-      tree = abst.tree(key)
-    except InputError:
-      # A candidate the abstraction cannot read (e.g. an ill-formed GECA
-      # output) is never selected; it keeps an empty row for the figures.
-      valid[q] = False
-      template_of[q] = template_ids.setdefault(UNPARSED, len(template_ids))
-      atom_rows.append({})
-      occurrences.append([])
-      continue
-    template_of[q] = template_ids.setdefault(abst.template(tree),
-                                             len(template_ids))
-    if not structure:
-      continue
-    row: Dict[int, float] = collections.defaultdict(float)
-    for a in templates_lib.atoms(tree):
-      row[atom_ids.setdefault(a, len(atom_ids))] += 1.0
-    atom_rows.append(row)
-    occ = templates_lib.compounds(tree)
-    cids = [comp_ids.setdefault(name, len(comp_ids)) for name, _, _ in occ]
-    occurrences.append([(cids[i], [cids[s] for s in sups])
-                        for i, (_, _, sups) in enumerate(occ)])
-  comp_rows: List[Dict[int, float]] = []
-  if not structure:
-    atom_rows = comp_rows = [{} for _ in keys]
-  elif weighting == "none":
-    for occ in occurrences:
-      row = collections.defaultdict(float)
-      for c, _ in occ:
-        row[c] += 1.0
-      comp_rows.append(row)
-  else:
-    comp_rows = _keysers_rows(occurrences, query_count)
+  del query_ids
+  out = kernel.structure(keys, abst, query_count, weighting, structure)
+  if out is None:  # the bulk kernel cannot read these exactly
+    out = structure_kernel_reference.structure(keys, abst, query_count,
+                                               weighting, structure)
+  (template_of, templates, valid, atoms, atom_names, compounds,
+   compound_names) = out
   if not valid.any():
     raise InputError(f"no candidate output is a {abst.name} query, e.g. "
                      f"{keys[0]!r}")
@@ -160,31 +122,9 @@ def featurize(pool: Sequence[Example], abstraction: str = "auto",
                     len(valid), abst.name)
   return PoolFeatures(
       query_of=query_of, query_count=query_count, template_of=template_of,
-      valid=valid,
-      templates=list(template_ids),
-      atoms=_csr(atom_rows, len(atom_ids)),
-      compounds=_csr(comp_rows, len(comp_ids)),
-      atom_names=list(atom_ids), compound_names=list(comp_ids),
+      valid=valid, templates=templates, atoms=atoms, compounds=compounds,
+      atom_names=atom_names, compound_names=compound_names,
       weighting=weighting, abstraction=abst.name)
-
-
-def _keysers_rows(occurrences, query_count) -> List[Dict[int, float]]:
-  """Per query {compound: w(G, R)}, P(G'|G) counted over the whole pool."""
-  occ_total: Dict[int, float] = collections.defaultdict(float)
-  inside: Dict[tuple, float] = collections.defaultdict(float)
-  for occ, mult in zip(occurrences, query_count):
-    for c, sups in occ:
-      occ_total[c] += mult
-      for s in set(sups):  # g counts once per super-compound type G'
-        inside[(c, s)] += mult
-  rows = []
-  for occ in occurrences:
-    row: Dict[int, float] = {}
-    for c, sups in occ:
-      worst = max((inside[(c, s)] / occ_total[c] for s in sups), default=0.0)
-      row[c] = max(row.get(c, 0.0), 1.0 - worst)
-    rows.append(row)
-  return rows
 
 
 def entropy(counts: np.ndarray) -> float:

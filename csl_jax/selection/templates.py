@@ -35,7 +35,7 @@ tree. A truncated internal node is written `label$`.
 
 import dataclasses
 import re
-from typing import Callable, Dict, List, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from csl_jax.data.tsv import Example
 from csl_jax.errors import InputError
@@ -235,61 +235,84 @@ _SEXPR_ENTITY = re.compile(r'"[^"]*"|(?<![\S"])-?\d+(?:\.\d+)?(?![\S"])')
 
 @dataclasses.dataclass(frozen=True)
 class Abstraction:
-  """How one dataset's examples become query keys, trees and templates."""
+  """How one dataset's examples become query keys, trees and templates.
+
+  Bracketed abstractions (GeoQuery, COGS) also give `labels` and
+  `template_label`, which define `tree` and `template` (`bracketed`) and
+  let `structure_kernel` featurize a whole pool at once.
+  """
   name: str
   key: Callable[[str], str]  # of the example's `field`
   tree: Callable[[str], Tree]
   template: Callable[[Tree], str]
   doc: str = ""
   field: str = "output"  # the example field the query is read from
+  # A `parse_brackets` label -> the labels of the nodes it becomes, each
+  # the only child of the one before (the last keeps the children).
+  labels: Optional[Callable[[str], Tuple[str, ...]]] = None
+  # (label, is_leaf) -> the label's class in the template.
+  template_label: Optional[Callable[[str, bool], str]] = None
 
 
-def _geo_template(tree: Tree) -> str:
-  return to_string(relabel(
-      tree, lambda w, leaf: ENTITY if w == ENTITY else
-      FUNQL_CLASSES.get(w, w)))
+def expand_labels(tree: Tree, labels: Callable[[str], Tuple[str, ...]]
+                  ) -> Tree:
+  """Each node replaced by the chain of nodes `labels(label)`."""
+  label, children = tree
+  chain = labels(label)
+  node = (chain[-1], tuple(expand_labels(c, labels) for c in children))
+  for l in reversed(chain[:-1]):
+    node = (l, (node,))
+  return node
 
 
-GEOQUERY = Abstraction(
+def bracketed(name: str, key: Callable[[str], str],
+              labels: Callable[[str], Tuple[str, ...]],
+              template_label: Callable[[str, bool], str],
+              doc: str) -> "Abstraction":
+  """An abstraction whose tree is `parse_brackets` then `labels`, and whose
+  template is the tree relabeled by `template_label`."""
+  return Abstraction(
+      name, key=key,
+      tree=lambda text: expand_labels(parse_brackets(text), labels),
+      template=lambda tree: to_string(relabel(tree, template_label)),
+      doc=doc, labels=labels, template_label=template_label)
+
+
+GEOQUERY = bracketed(
     "geoquery",
     key=lambda text: _GEO_ENTITY.sub(ENTITY, text),
-    tree=parse_brackets,
-    template=_geo_template,
+    labels=lambda label: (label,),
+    template_label=lambda w, leaf: ENTITY if w == ENTITY else
+    FUNQL_CLASSES.get(w, w),
     doc="FunQL: constants m0..m9 and numbers -> entity; template classes "
     "are funql.cfg's preterminal categories (table, property, op, func).")
 
 _COGS_KEEP = {"*", ENTITY}
 
 
-def _cogs_template(tree: Tree) -> str:
+def _cogs_template_label(label: str, leaf: bool) -> str:
   # Words (verbs, nouns, names) -> `w`; roles, `*` and `nmod . prep` stay.
-  def fn(label, leaf):
-    del leaf
-    if label in _COGS_KEEP or label in _COGS_ROLES or label.startswith("nmod"):
-      return label
-    return "w"
-  return to_string(relabel(tree, fn))
+  del leaf
+  if label in _COGS_KEEP or label in _COGS_ROLES or label.startswith("nmod"):
+    return label
+  return "w"
 
 
 _COGS_ROLES = {"agent", "theme", "recipient", "ccomp", "xcomp"}
 
 
-def _cogs_tree(key: str) -> Tree:
+def _cogs_labels(label: str) -> Tuple[str, ...]:
   # `* sailor` (definite) parses as one label; make `*` a node over the noun.
-  def fix(node: Tree) -> Tree:
-    label, children = node
-    children = tuple(fix(c) for c in children)
-    if label.startswith("* "):
-      return ("*", ((label[2:], children),))
-    return (label.replace(" ", ""), children)  # `nmod . in` -> `nmod.in`
-  return fix(parse_brackets(key))
+  if label.startswith("* "):
+    return ("*", label[2:])
+  return (label.replace(" ", ""),)  # `nmod . in` -> `nmod.in`
 
 
-COGS = Abstraction(
+COGS = bracketed(
     "cogs",
     key=lambda text: _COGS_NAME.sub(ENTITY, text),
-    tree=_cogs_tree,
-    template=_cogs_template,
+    labels=_cogs_labels,
+    template_label=_cogs_template_label,
     doc="COGS variable-free: proper names (capitalized) -> entity; template "
     "words -> w, keeping roles, `*` and `nmod.prep`.")
 
