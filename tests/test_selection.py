@@ -332,14 +332,40 @@ def _csr_pools(draw):
   return ptr, ids, vals, num_atoms, num_feat, avail
 
 
-@hypothesis.settings(max_examples=60, deadline=None)
-@hypothesis.given(_csr_pools(), st.integers(1, 12))
-def test_greedy_kernel_equals_naive(pool, k):
+@hypothesis.settings(max_examples=100, deadline=None)
+@hypothesis.given(_csr_pools(), st.integers(1, 12), st.sampled_from([1, 2, 1024]),
+                  st.sampled_from([0, 1, 1000]))
+def test_greedy_kernel_equals_naive(pool, k, chunk, refresh_after):
+  # chunk 1-2: many bound blocks (one per atom total at least); refresh_after
+  # 0: bounds brought up to date every step, 1000: never on these pools.
   ptr, ids, vals, na, nf, avail = pool
-  fast = cmaxent_kernel.greedy(ptr, ids, vals, na, nf, avail, k, 1e-9)
+  fast = cmaxent_kernel.greedy(ptr, ids, vals, na, nf, avail, k, 1e-9, chunk,
+                               refresh_after)
   slow = cmaxent_kernel_reference.greedy(ptr, ids, vals, na, nf, avail, k,
                                          1e-9)
   np.testing.assert_array_equal(fast, slow)
+
+
+def test_greedy_kernel_equals_naive_on_a_featurized_pool():
+  # Hundreds of queries with real atoms, Keysers weights and repeats: many
+  # blocks, stale bounds, refreshes; the naive greedy is the oracle.
+  rng = np.random.default_rng(0)
+  outs = [f"{v} ( agent = {a} , theme = {t} )" for v in ("roll", "help", "lend")
+          for a in ("* cat", "dog", "Emma", "* boy ( nmod . in = * box )")
+          for t in ("cake", "* rose", "Liam", "* mat ( nmod . on = dog )")]
+  outs += [f"like ( agent = {a} , ccomp = {o} )" for a in ("cat", "Ava")
+           for o in outs[:24]]
+  pool = [Example(f"x{i}", outs[j])
+          for i, j in enumerate(rng.integers(0, len(outs), 300))]
+  feats = diversity.featurize(pool, "cogs")
+  # pylint: disable-next=protected-access
+  ptr, ids, vals, na, nf = cmaxent._matrix(feats)
+  slow = cmaxent_kernel_reference.greedy(ptr, ids, vals, na, nf,
+                                         feats.available(), 60, 1e-9)
+  for chunk, refresh_after in ((1024, 1000), (4, 0), (3, 5)):
+    fast = cmaxent_kernel.greedy(ptr, ids, vals, na, nf, feats.available(),
+                                 60, 1e-9, chunk, refresh_after)
+    np.testing.assert_array_equal(fast, slow)
 
 
 @hypothesis.settings(max_examples=60, deadline=None)
