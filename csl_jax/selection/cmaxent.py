@@ -4,8 +4,9 @@ CMaxEnt: start empty; at each step pick the entity-abstracted query whose
 addition maximizes H(A) + H(C) of the selection (atoms: tree nodes;
 compounds: `templates.compounds`, weighted per `diversity.featurize`), and
 add one of its examples not taken yet (uniformly, seeded); a query stays a
-candidate while it has examples left. Exact greedy, made fast by cached
-incremental gains (`cmaxent_kernel.greedy`).
+candidate while it has examples left. Exact greedy, made fast by upper
+bounds on every query's score that let a step score exactly only the few
+queries near the best (`cmaxent_kernel.greedy`).
 
 CMaxEnt+UAT (`cmaxent_uat`): at each step draw an abstract template
 uniformly among those with examples left, then the greedy step among its
