@@ -145,7 +145,7 @@ def _block_max(lo, hi, a0, q0, l1, q1, mid, z1, s0, s1, od1, lb0, lb1):
   return mx
 
 
-_DEAD = 1e300  # the bound of a query with no example left: never a pick
+_DEAD = 1e300  # dS bound of a query with no example left: score ~ -1e300 / Z
 
 
 @numba.njit(cache=True)
@@ -253,8 +253,11 @@ def greedy(ptr, ids, vals, num_atoms, num_features, avail, k, tol,
   # times drifts by < 1e-10).
   margin = tol + 1e-8
   refresh = False
+  alive = 0  # queries with examples left
+  for e in range(num_q):
+    alive += avail[e] > 0
   m = 0
-  while m < k:
+  while m < k and alive > 0:
     if refresh:
       for c in range(num_changed):
         f = changed[c]
@@ -297,8 +300,6 @@ def greedy(ptr, ids, vals, num_atoms, num_features, avail, k, tol,
       if mx > top:
         top = mx
         best_b = b
-    if top < -1e290:
-      break  # nothing left
     # The best exact score: first the query with the highest bound, then
     # every query whose bound reaches within tol of the best found so far.
     if not slow[best_b]:
@@ -337,6 +338,7 @@ def greedy(ptr, ids, vals, num_atoms, num_features, avail, k, tol,
     m += 1
     avail[e] -= 1
     if avail[e] == 0:
+      alive -= 1
       lb0[pos[e]] = _DEAD
       lb1[pos[e]] = _DEAD
     for p in range(ptr[e], ptr[e + 1]):
