@@ -59,6 +59,28 @@ def test_inside_matches_twin(num_states, seed):
   np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
+def test_child_slots_are_the_forest_children_by_level():
+  # "walk twice" (pair 1): leaf edge walk -> W (level 0, no slots), then
+  # the twice-rule edge with one child (level 1: one slot, context of the
+  # twice-rule's NT_1). Only real children become slots.
+  _, batch, ctx, _ = _setup(1, 0)
+  padded = pad_forests(batch, [1], [1.0], ctx)
+  blocks = padded.blocks
+  assert blocks[0][5] == 0  # leaves only
+  s0, s_size = blocks[1][4], blocks[1][5]
+  child = padded.slot_child[s0:s0 + s_size]
+  assert (child >= 0).sum() == 1
+  real = int(np.flatnonzero(child >= 0)[0])
+  assert padded.slot_ctx[s0 + real] == ctx[0, 0]
+  edge = padded.slot_edge[s0 + real]
+  assert padded.edge_rule[blocks[1][0] + edge] == 0  # the twice-rule
+  # Over every pair: one slot per child in the forests.
+  padded = pad_forests(batch, range(len(PAIRS)), [1.0] * len(PAIRS), ctx)
+  want = sum(int((np.asarray(batch[b].edge_children)[:, :2] >= 0).sum())
+             for b in range(len(PAIRS)))
+  assert int((padded.slot_child >= 0).sum()) == want
+
+
 def test_gradients_are_finite_and_match_finite_differences():
   _, batch, ctx, params = _setup(2, 0)
   padded = pad_forests(batch, range(len(PAIRS)), [1.0] * len(PAIRS), ctx)

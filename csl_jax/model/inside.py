@@ -46,14 +46,18 @@ def log_likelihood(params, forests, rule_mask: Optional[jnp.ndarray] = None
   log_rule, log_state = log_probs(params, rule_mask)
   beta = jnp.full((forests.num_nodes, log_rule.shape[0]), NEG,
                   log_rule.dtype)
-  for e0, e_size, n0, n_size in forests.blocks:
+  for e0, e_size, n0, n_size, s0, s_size in forests.blocks:
     rules = forests.edge_rule[e0:e0 + e_size]
-    children = forests.edge_children[e0:e0 + e_size]
-    ctx = forests.edge_child_ctx[e0:e0 + e_size]
-    messages = jax.nn.logsumexp(
-        log_state[jnp.maximum(ctx, 0)] + beta[jnp.maximum(children, 0)],
-        axis=-1)
-    messages = jnp.where(children >= 0, messages, 0.0).sum(axis=-1)
+    messages = jnp.zeros(e_size, log_rule.dtype)
+    if s_size:  # edges with children: one message per child slot
+      child = forests.slot_child[s0:s0 + s_size]
+      ctx = forests.slot_ctx[s0:s0 + s_size]
+      each = jax.nn.logsumexp(
+          log_state[jnp.maximum(ctx, 0)] + beta[jnp.maximum(child, 0)],
+          axis=-1)
+      messages = jax.ops.segment_sum(
+          jnp.where(child >= 0, each, 0.0),
+          forests.slot_edge[s0:s0 + s_size], e_size)
     scores = log_rule[:, rules].T + messages[:, None]
     fresh = segment_logsumexp(scores, forests.edge_parent[e0:e0 + e_size],
                                n_size)

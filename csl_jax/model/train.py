@@ -34,7 +34,7 @@ from csl_jax.files import atomic_write_bytes
 from csl_jax.model import contexts
 from csl_jax.model import inside
 from csl_jax.model import rule_shapes
-from csl_jax.model.forest_arrays import PaddedForests, pad_forests
+from csl_jax.model.forest_arrays import Layout, PaddedForests, common_shape
 from csl_jax.model.source_forests import source_forest_batch
 from csl_jax.qcfg.rules import Rule, format_rule
 
@@ -126,9 +126,13 @@ class Dataset:
     size = batch_size or max(len(self.usable), 1)
     chunks = [self.usable[i:i + size]
               for i in range(0, len(self.usable), size)]
+    # One shape for every batch: one compiled training step, not one per
+    # batch (a compile costs more than the padding; BENCHMARKS "Issue 17 →
+    # COGS fit").
+    layouts = [Layout(self.forests, c, self.ctx_index) for c in chunks]
+    shape = common_shape([l.shape() for l in layouts])
     self.batches: List[PaddedForests] = [
-        pad_forests(self.forests, c, self.counts[c], self.ctx_index)
-        for c in chunks]
+        l.pad(self.counts[c], shape) for l, c in zip(layouts, chunks)]
     self.rule_masks = [np.bincount(p.edge_rule, minlength=len(rules)) > 0
                        for p in self.batches]
 
@@ -383,10 +387,11 @@ def average_log_likelihoods(
   if not ok:
     return {"log_p_xy": float("nan"), "log_p_y_given_x": float("nan"),
             "num_derivable": 0, "num_too_long": pairs.num_too_long}
-  joint = _score(params, batch, ok, data.ctx_index)
   sources = source_forest_batch(grammar, [" ".join(pairs[b][0]) for b in ok],
                                 max_unary)
-  marginal = _score(params, sources, list(range(len(ok))), data.ctx_index)
+  joint, marginal = _score(params, [(batch, ok),
+                                    (sources, list(range(len(ok))))],
+                           data.ctx_index)
   return {"log_p_xy": float(np.mean(joint)),
           "log_p_y_given_x": float(np.mean(joint - marginal)),
           "num_derivable": len(ok), "num_too_long": pairs.num_too_long}
@@ -395,11 +400,17 @@ def average_log_likelihoods(
 _log_likelihood_jit = jax.jit(inside.log_likelihood)
 
 
-def _score(params, batch, examples, ctx_index, chunk: int = 4096):
+def _score(params, groups, ctx_index, chunk: int = 4096):
+  """log p of each example of each (forest batch, examples) group, in
+  chunks padded to one shape (one compiled pass for all)."""
+  layouts = [[Layout(batch, examples[i:i + chunk], ctx_index)
+              for i in range(0, len(examples), chunk)]
+             for batch, examples in groups]
+  shape = common_shape([l.shape() for group in layouts for l in group])
   out = []
-  for i in range(0, len(examples), chunk):
-    part = examples[i:i + chunk]
-    padded = pad_forests(batch, part, np.ones(len(part)), ctx_index)
-    ll = _log_likelihood_jit(params, _as_jax(padded))
-    out.append(np.asarray(ll)[:len(part)])
-  return np.concatenate(out)
+  for group in layouts:
+    scores = [np.asarray(_log_likelihood_jit(params, _as_jax(
+        l.pad(np.ones(len(l.roots)), shape))))[:len(l.roots)]
+              for l in group]
+    out.append(np.concatenate(scores))
+  return out
