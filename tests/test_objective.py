@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 import numpy as np
 
 from csl_jax.induction.objective import Objective, ObjectiveConfig
+from csl_jax.induction import statistics_reference
 from csl_jax.induction.statistics import PairStatistics
 from csl_jax.qcfg import occurrence_kernel
 from csl_jax.qcfg import occurrence_reference
@@ -159,6 +160,24 @@ def test_pair_statistics_sample_is_seeded_subset():
   assert a.counts(TWICE, DOUBLE) == b.counts(TWICE, DOUBLE)
   full = PairStatistics(PAIRS, sample_size=10)
   assert full.num_examples == 5
+
+
+# Pairs over a small vocabulary, with repeats (distinct sequences are
+# matched once and counted with their multiplicity).
+pair_lists = st.lists(st.sampled_from([(("x",), ("y",)), (("x", "y"), ("y", "y")),
+                                       (("y", "x", "y"), ("z",)),
+                                       (("x", "x"), ("z", "y", "z"))]) |
+                      st.tuples(token_lists.map(tuple), token_lists.map(tuple)),
+                      min_size=1, max_size=6)
+
+
+@hypothesis.settings(max_examples=300, deadline=None)
+@hypothesis.given(pair_lists, patterns, patterns)
+def test_pair_counts_kernel_matches_twin(pairs, alpha, beta):
+  stats = PairStatistics(pairs)
+  assert stats.counts(alpha, beta) == statistics_reference.pair_counts(
+      pairs, alpha, beta)
+  assert not stats._mark.any()  # pylint: disable=protected-access
 
 
 # --- the objective -----------------------------------------------------------

@@ -2,15 +2,37 @@
 
 p(alpha | beta) is the share of training examples whose output contains
 beta (under some NT substitution) whose input also contains alpha, and
-p(beta | alpha) vice versa. Occurrence sets are cached per pattern.
+p(beta | alpha) vice versa. The counts are one call of
+`statistics_kernel.pair_counts` a rule (the objective caches rule costs).
 """
 
-from typing import Dict, Sequence, Tuple
+from typing import Sequence, Tuple
 
 import numpy as np
 
-from csl_jax.qcfg import occurrence_kernel
+from csl_jax.induction import statistics_kernel
 from csl_jax.qcfg.occurrence import OccurrenceIndex, Pattern
+from csl_jax.qcfg.rules import nt_index
+
+
+def _side(index: OccurrenceIndex) -> tuple:
+  """`statistics_kernel`'s arrays of one side (see its docstring)."""
+  num_tokens = len(index.vocab)
+  post_off = np.zeros(num_tokens + 2, np.int64)  # id num_tokens: unknown
+  for t, ids in index.postings.items():
+    post_off[t + 1] = len(ids)
+  np.cumsum(post_off, out=post_off)
+  post_flat = np.zeros(post_off[-1], np.int64)
+  for t, ids in index.postings.items():
+    post_flat[post_off[t]:post_off[t + 1]] = ids
+  num_distinct = len(index.lengths)
+  mult = np.bincount(index.distinct_of, minlength=num_distinct)
+  examples_flat = np.argsort(index.distinct_of, kind="stable")
+  examples_off = np.zeros(num_distinct + 1, np.int64)
+  np.cumsum(mult, out=examples_off[1:])
+  return (index.flat, index.offsets, index.lengths.astype(np.int64),
+          post_flat, post_off, mult.astype(np.int64),
+          examples_flat.astype(np.int64), examples_off)
 
 
 class PairStatistics:
@@ -26,18 +48,23 @@ class PairStatistics:
     self.num_examples = len(pairs)
     self.source = OccurrenceIndex([x for x, _ in pairs])
     self.target = OccurrenceIndex([y for _, y in pairs])
-    self._joint: Dict[Tuple[Pattern, Pattern], int] = {}
+    self._src = _side(self.source)
+    self._tgt = _side(self.target)
+    self._mark = np.zeros(len(self.target.lengths), np.bool_)
+
+  @staticmethod
+  def _codes(pattern: Pattern, vocab) -> np.ndarray:
+    unknown = len(vocab)
+    return np.array([-nt_index(t) if nt_index(t) else vocab.get(t, unknown)
+                     for t in pattern], np.int32)
 
   def counts(self, alpha: Pattern, beta: Pattern) -> Tuple[int, int, int]:
     """(#alpha in input, #beta in output, #both) over the examples."""
-    a = self.source.occurrences(alpha)
-    b = self.target.occurrences(beta)
-    key = (alpha, beta)
-    joint = self._joint.get(key)
-    if joint is None:
-      joint = int(occurrence_kernel.intersect_sorted(a, b).size)
-      self._joint[key] = joint
-    return len(a), len(b), joint
+    na, nb, joint = statistics_kernel.pair_counts(
+        self._src, self._tgt, self._codes(alpha, self.source.vocab),
+        self._codes(beta, self.target.vocab), self.target.distinct_of,
+        self._mark)
+    return int(na), int(nb), int(joint)
 
   def conditionals(self, alpha: Pattern, beta: Pattern
                    ) -> Tuple[float, float]:
