@@ -30,6 +30,7 @@ from csl_jax.induction.derivability import Encoder, RuleChecker
 from csl_jax.induction.objective import Objective, ObjectiveConfig
 from csl_jax.induction.prune import prune_and_cover
 from csl_jax.induction.statistics import PairStatistics
+from csl_jax.induction.terminal_index import TerminalIndex, TermIds
 from csl_jax.induction.unify import unify
 from csl_jax.qcfg.rules import Rule, format_rule, nt_index, parse_rule
 
@@ -88,7 +89,7 @@ def _key(rule: Rule) -> str:
   return format_rule(rule)
 
 
-_FORK_STATE = None  # (inducer, grammar, index, present) for forked workers
+_FORK_STATE = None  # (inducer, grammar, partners, present) for forked workers
 
 # InductionConfig fields that only spread the work over processes: workers
 # return each rule's proposals with their (pure) costs, merged in rule order,
@@ -108,70 +109,9 @@ def _fork_is_safe() -> bool:
 
 
 def _proposals_in_worker(chunk):
-  inducer, grammar, index, present = _FORK_STATE
-  return [(i, inducer._proposals_of(grammar, i, index, present))  # pylint: disable=protected-access
+  inducer, grammar, partners, present = _FORK_STATE
+  return [(i, inducer._proposals_of(grammar, i, partners[i], present))  # pylint: disable=protected-access
           for i in chunk]
-
-
-class _TerminalIndex:
-  """Finds rules whose terminals are a subset / superset of a rule's."""
-
-  def __init__(self, rules: Sequence[Rule]):
-    self.rules = list(rules)
-    self.terms = [self.terms_of(r) for r in self.rules]
-    freq: Dict[Tuple[str, str], int] = {}
-    for ts in self.terms:
-      for t in ts:
-        freq[t] = freq.get(t, 0) + 1
-    self.freq = freq
-    self.keyed: Dict[Tuple[str, str], List[int]] = {}
-    self.postings: Dict[Tuple[str, str], List[int]] = {}
-    self.terminal_free: List[int] = []
-    self._sets: Dict[Tuple[str, str], set] = {}
-    for i, ts in enumerate(self.terms):
-      if not ts:
-        self.terminal_free.append(i)
-        continue
-      self.keyed.setdefault(self._rarest(ts), []).append(i)
-      for t in ts:
-        self.postings.setdefault(t, []).append(i)
-
-  @staticmethod
-  def terms_of(rule: Rule) -> frozenset:
-    return frozenset([("s", t) for t in rule.source if not nt_index(t)] +
-                     [("t", t) for t in rule.target if not nt_index(t)])
-
-  def _rarest(self, ts) -> Tuple[str, str]:
-    return min(ts, key=lambda t: (self.freq.get(t, 0), t))
-
-  def subsets(self, rule: Rule) -> List[int]:
-    """Rules whose terminal sets are subsets of rule's (UNIFY partners)."""
-    ts = self.terms_of(rule)
-    out = list(self.terminal_free)
-    for t in ts:
-      out.extend(i for i in self.keyed.get(t, ()) if self.terms[i] <= ts)
-    return out
-
-  def supersets(self, rule: Rule) -> List[int]:
-    """Rules containing all of rule's terminals (may use it)."""
-    ts = self.terms_of(rule)
-    if not ts:
-      return list(range(len(self.rules)))
-    if any(t not in self.freq for t in ts):
-      return []
-    if len(ts) == 1:
-      return list(self.postings[next(iter(ts))])
-    # Set intersection, rarest first (C loops; COGS asks 10^5 times).
-    rarest, *rest = sorted(ts, key=lambda t: (self.freq[t], t))
-    found = self._posting_set(rarest).intersection(
-        *[self._posting_set(t) for t in rest])
-    return sorted(found)
-
-  def _posting_set(self, t) -> set:
-    found = self._sets.get(t)
-    if found is None:
-      found = self._sets[t] = set(self.postings[t])
-    return found
 
 
 class Inducer:
@@ -197,6 +137,7 @@ class Inducer:
     self._target_ok = target_ok
     self._allowed_cache: Dict[Rule, bool] = {}
     self._encoder = Encoder()
+    self._term_ids = TermIds()
 
   # --- candidate constraints --------------------------------------------
 
@@ -223,12 +164,13 @@ class Inducer:
       return False
     return self._target_ok is None or self._target_ok(rule)
 
-  def _proposals_of(self, grammar, i, index, present
+  def _proposals_of(self, grammar, i, partners, present
                     ) -> List[Tuple[Rule, float]]:
-    """Rule i's best candidates r3 (UNIFY with its partners), with costs."""
+    """Rule i's best candidates r3 (UNIFY with its partners: the rules
+    whose terminals are a subset of its), with costs."""
     rule = grammar[i]
     candidates: Set[Rule] = set()
-    for j in index.subsets(rule):
+    for j in partners:
       if j != i:
         candidates |= unify(rule, grammar[j])
     return [(r3, self.objective.rule_cost(r3))
@@ -239,10 +181,11 @@ class Inducer:
     """Proposals of the rules in `todo`, on all cores for large steps
     (forked workers; their costs are copied back into the parent's cache)."""
     workers = self.config.num_workers or os.cpu_count() or 1
+    partners = dict(zip(todo, index.subsets(todo)))
     if (workers > 1 and len(todo) >= self.config.min_rules_per_worker * 2
         and _fork_is_safe()):
       global _FORK_STATE
-      _FORK_STATE = (self, grammar, index, present)
+      _FORK_STATE = (self, grammar, partners, present)
       chunks = [todo[k::workers * 4] for k in range(workers * 4)]
       try:
         with multiprocessing.get_context("fork").Pool(workers) as pool:
@@ -251,7 +194,7 @@ class Inducer:
       finally:
         _FORK_STATE = None
     else:
-      found = [(i, self._proposals_of(grammar, i, index, present))
+      found = [(i, self._proposals_of(grammar, i, partners[i], present))
                for i in todo]
     proposals = {}
     for i, scored in sorted(found):
@@ -292,7 +235,7 @@ class Inducer:
     removable = checker.rules_derivable(grammar, exclude=ids)
     seeds = self._seed_set
     removable &= np.array([r not in seeds for r in grammar], np.bool_)
-    index = _TerminalIndex(grammar)
+    index = TerminalIndex(grammar, self._term_ids)
     present = set(grammar)
 
     # Candidates r3 of every rule that cannot simply be removed.
@@ -311,8 +254,9 @@ class Inducer:
       wide.enable(grammar)
       # Does grammar + r3 - rule j derive rule j? One chart per rule j
       # answers it for every r3 that might replace it.
-      queries = [(a, j) for a, r3 in enumerate(additions)
-                 for j in index.supersets(r3) if grammar[j] not in seeds]
+      within = index.supersets(additions)
+      queries = [(a, j) for a in range(len(additions)) for j in within[a]
+                 if grammar[j] not in seeds]
       by_rule: Dict[int, List[int]] = {}
       for a, j in queries:
         by_rule.setdefault(j, []).append(len(grammar) + a)
