@@ -5,6 +5,7 @@ import itertools
 import hypothesis
 from hypothesis import strategies as st
 
+from csl_jax.induction.unifier import GrammarUnifier, RuleCodes
 from csl_jax.induction.unify import canonical, compose, unify
 from csl_jax.qcfg.rules import parse_rule, validate_rule
 
@@ -318,3 +319,26 @@ def test_unify_matches_brute_force(ra, rb, data, swap):
           for chosen in realizations)
       if findable:
         assert r3 in got, (r3, realizations)
+
+
+# --- the Numba kernel against unify (its twin) -------------------------------
+
+
+@hypothesis.settings(max_examples=300, deadline=None)
+@hypothesis.given(valid_rules(max_nts=3, max_src_terminals=3,
+                              max_tgt_extra=3).filter(lambda r: r.num_nts),
+                  valid_rules(max_nts=2, max_src_terminals=2,
+                              max_tgt_extra=3),
+                  st.data(), valid_rules(max_nts=2))
+def test_unify_kernel_matches_twin(ra, rb, data, other):
+  k = data.draw(st.integers(1, ra.num_nts), label="k")
+  rc = compose(ra, k, rb)
+  grammar = [rc, ra, rb, other, compose(rc, 1, rb) if rc.num_nts else rc]
+  unifier = GrammarUnifier(grammar, RuleCodes())
+  for i, r1 in enumerate(grammar):
+    union = set()
+    for j, r2 in enumerate(grammar):
+      if i != j:
+        assert unifier.unify(i, [j]) == unify(r1, r2), (r1, r2)
+        union |= unify(r1, r2)
+    assert unifier.unify(i, range(len(grammar))) == union

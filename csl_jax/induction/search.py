@@ -18,7 +18,7 @@ import multiprocessing
 import os
 import sys
 import time
-from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from absl import logging
 import gin
@@ -31,7 +31,7 @@ from csl_jax.induction.objective import Objective, ObjectiveConfig
 from csl_jax.induction.prune import prune_and_cover
 from csl_jax.induction.statistics import PairStatistics
 from csl_jax.induction.terminal_index import TerminalIndex, TermIds
-from csl_jax.induction.unify import unify
+from csl_jax.induction.unifier import GrammarUnifier, RuleCodes
 from csl_jax.qcfg.rules import Rule, format_rule, nt_index, parse_rule
 
 Pair = Tuple[Tuple[str, ...], Tuple[str, ...]]
@@ -89,7 +89,7 @@ def _key(rule: Rule) -> str:
   return format_rule(rule)
 
 
-_FORK_STATE = None  # (inducer, grammar, partners, present) for forked workers
+_FORK_STATE = None  # (inducer, unifier, partners, present) for forked workers
 
 # InductionConfig fields that only spread the work over processes: workers
 # return each rule's proposals with their (pure) costs, merged in rule order,
@@ -109,8 +109,8 @@ def _fork_is_safe() -> bool:
 
 
 def _proposals_in_worker(chunk):
-  inducer, grammar, partners, present = _FORK_STATE
-  return [(i, inducer._proposals_of(grammar, i, partners[i], present))  # pylint: disable=protected-access
+  inducer, unifier, partners, present = _FORK_STATE
+  return [(i, inducer._proposals_of(unifier, i, partners[i], present))  # pylint: disable=protected-access
           for i in chunk]
 
 
@@ -138,6 +138,7 @@ class Inducer:
     self._allowed_cache: Dict[Rule, bool] = {}
     self._encoder = Encoder()
     self._term_ids = TermIds()
+    self._rule_codes = RuleCodes()
 
   # --- candidate constraints --------------------------------------------
 
@@ -164,15 +165,11 @@ class Inducer:
       return False
     return self._target_ok is None or self._target_ok(rule)
 
-  def _proposals_of(self, grammar, i, partners, present
+  def _proposals_of(self, unifier, i, partners, present
                     ) -> List[Tuple[Rule, float]]:
     """Rule i's best candidates r3 (UNIFY with its partners: the rules
     whose terminals are a subset of its), with costs."""
-    rule = grammar[i]
-    candidates: Set[Rule] = set()
-    for j in partners:
-      if j != i:
-        candidates |= unify(rule, grammar[j])
+    candidates = unifier.unify(i, partners)
     return [(r3, self.objective.rule_cost(r3))
             for r3 in self._best_candidates(candidates, present)]
 
@@ -182,10 +179,11 @@ class Inducer:
     (forked workers; their costs are copied back into the parent's cache)."""
     workers = self.config.num_workers or os.cpu_count() or 1
     partners = dict(zip(todo, index.subsets(todo)))
+    unifier = GrammarUnifier(grammar, self._rule_codes)
     if (workers > 1 and len(todo) >= self.config.min_rules_per_worker * 2
         and _fork_is_safe()):
       global _FORK_STATE
-      _FORK_STATE = (self, grammar, partners, present)
+      _FORK_STATE = (self, unifier, partners, present)
       chunks = [todo[k::workers * 4] for k in range(workers * 4)]
       try:
         with multiprocessing.get_context("fork").Pool(workers) as pool:
@@ -194,7 +192,7 @@ class Inducer:
       finally:
         _FORK_STATE = None
     else:
-      found = [(i, self._proposals_of(grammar, i, partners[i], present))
+      found = [(i, self._proposals_of(unifier, i, partners[i], present))
                for i in todo]
     proposals = {}
     for i, scored in sorted(found):
