@@ -6,7 +6,8 @@ UNKNOWN, which no rule terminal equals.
 """
 
 import dataclasses
-from typing import Dict, List, Optional, Sequence, Tuple
+import itertools
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -67,43 +68,52 @@ def _symbols(tokens: Sequence[str], vocab: Dict[str, int]) -> List[int]:
           for t in tokens]
 
 
+def rule_symbols(rule: Rule, vocab: Tuple[Dict[str, int], Dict[str, int]]
+                 ) -> Tuple[List[int], List[int]]:
+  """A rule's (source, target) symbols; new terminals grow `vocab`."""
+  return _symbols(rule.source, vocab[0]), _symbols(rule.target, vocab[1])
+
+
 def encode_qcfg(rules: Sequence[Rule], max_nts: int = DEFAULT_MAX_NTS,
-                vocab: Optional[Tuple[Dict[str, int], Dict[str, int]]] = None
+                vocab: Optional[Tuple[Dict[str, int], Dict[str, int]]] = None,
+                symbols: Optional[Callable[[Rule], Tuple[List[int],
+                                                         List[int]]]] = None
                 ) -> QCFGArrays:
   """`vocab`: (source, target) token ids shared with other grammars, grown
   in place by this grammar's new terminals (ids are never reassigned, so
   sequences encoded with them stay valid; `clamp` them for a grammar built
-  before their tokens were added). The grammar keeps a snapshot."""
+  before their tokens were added). The grammar keeps a snapshot.
+  `symbols`: a cache of `rule_symbols` over the same `vocab` (a search
+  encodes the same rules into many grammars)."""
   rules = tuple(rules)
   source_vocab: Dict[str, int] = vocab[0] if vocab else {}
   target_vocab: Dict[str, int] = vocab[1] if vocab else {}
-  srcs, tgts, nts = [], [], []
-  for i, rule in enumerate(rules):
-    srcs.append(_symbols(rule.source, source_vocab))
-    nts.append(sum(1 for sym in srcs[-1] if sym < 0))
-    if nts[-1] > max_nts:
-      raise InputError(f"rule {i + 1} ({format_rule(rule)!r}) has "
-                       f"{nts[-1]} NTs, more than max_nts={max_nts}")
-    tgts.append(_symbols(rule.target, target_vocab))
-
-  def pad(seqs):
-    width = max([len(s) for s in seqs] + [1])
-    arr = np.zeros((len(seqs), width), dtype=np.int32)
-    for i, s in enumerate(seqs):
-      arr[i, :len(s)] = s
-    return arr, np.array([len(s) for s in seqs], dtype=np.int32)
-
-  src_sym, src_len = pad(srcs)
-  tgt_sym, tgt_len = pad(tgts)
-  num_nts = np.array(nts, dtype=np.int32)
+  if symbols is None:
+    pairs = [rule_symbols(r, (source_vocab, target_vocab)) for r in rules]
+  else:
+    pairs = [symbols(r) for r in rules]
+  src_flat, src_len = _flat([s for s, _ in pairs])
+  tgt_flat, tgt_len = _flat([t for _, t in pairs])
+  src_row = np.repeat(np.arange(len(rules)), src_len)
+  num_nts = np.bincount(src_row[src_flat < 0],
+                        minlength=len(rules)).astype(np.int32)
+  over = np.flatnonzero(num_nts > max_nts)
+  if len(over):
+    i = int(over[0])
+    raise InputError(f"rule {i + 1} ({format_rule(rules[i])!r}) has "
+                     f"{num_nts[i]} NTs, more than max_nts={max_nts}")
+  src_sym = _pad(src_flat, src_len)
+  tgt_sym = _pad(tgt_flat, tgt_len)
+  # The first target position of each NT of a rule.
   tgt_first = np.zeros(tgt_sym.shape, dtype=np.bool_)
-  for i, tgt in enumerate(tgts):
-    seen = set()
-    for t, sym in enumerate(tgt):
-      if sym < 0 and sym not in seen:
-        tgt_first[i, t] = True
-        seen.add(sym)
-  anchor_off, anchor_rules, free_rules = _anchor_index(srcs, len(source_vocab))
+  tgt_row = np.repeat(np.arange(len(rules)), tgt_len)
+  nt_at = np.flatnonzero(tgt_flat < 0)
+  key = tgt_row[nt_at] * (1 - int(tgt_flat.min(initial=0))) - tgt_flat[nt_at]
+  _, first = np.unique(key, return_index=True)
+  at = nt_at[first]
+  tgt_first[tgt_row[at], at - _starts(tgt_len)[tgt_row[at]]] = True
+  anchor_off, anchor_rules, free_rules = _anchor_index(
+      src_flat, src_row, len(rules), len(source_vocab))
   if vocab:
     source_vocab, target_vocab = dict(source_vocab), dict(target_vocab)
   return QCFGArrays(rules, source_vocab, target_vocab, src_sym, src_len,
@@ -111,18 +121,46 @@ def encode_qcfg(rules: Sequence[Rule], max_nts: int = DEFAULT_MAX_NTS,
                     anchor_off, anchor_rules, free_rules)
 
 
-def _anchor_index(srcs: List[List[int]], vocab_size: int):
-  freq = np.zeros(vocab_size, np.int64)
-  for s in srcs:
-    for t in set(s):
-      if t >= 0:
-        freq[t] += 1
-  anchors = [min((t for t in set(s) if t >= 0), key=lambda t: (freq[t], t),
-                 default=-1) for s in srcs]
-  free = np.array([r for r, a in enumerate(anchors) if a < 0], np.int32)
-  order = sorted((a, r) for r, a in enumerate(anchors) if a >= 0)
+def _flat(seqs: Sequence[Sequence[int]]) -> Tuple[np.ndarray, np.ndarray]:
+  lengths = np.fromiter(map(len, seqs), np.int32, len(seqs))
+  flat = np.fromiter(itertools.chain.from_iterable(seqs), np.int32,
+                     int(lengths.sum()))
+  return flat, lengths
+
+
+def _starts(lengths: np.ndarray) -> np.ndarray:
+  starts = np.zeros(len(lengths), np.int64)
+  np.cumsum(lengths[:-1], out=starts[1:])
+  return starts
+
+
+def _pad(flat: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+  """[rows, max(lengths, 1)] int32, zero-padded."""
+  width = max(int(lengths.max(initial=0)), 1)
+  arr = np.zeros((len(lengths), width), dtype=np.int32)
+  row = np.repeat(np.arange(len(lengths)), lengths)
+  arr[row, np.arange(len(flat)) - _starts(lengths)[row]] = flat
+  return arr
+
+
+def _anchor_index(src_flat: np.ndarray, src_row: np.ndarray, num_rules: int,
+                  vocab_size: int):
+  """Each rule under its rarest source terminal (fewest rules, then lowest
+  id), CSR over ids; rules without one apart."""
+  terms = src_flat >= 0
+  pairs = np.unique(src_row[terms].astype(np.int64) * max(vocab_size, 1)
+                    + src_flat[terms])  # distinct (rule, terminal), by rule
+  rows, toks = pairs // max(vocab_size, 1), pairs % max(vocab_size, 1)
+  freq = np.bincount(toks, minlength=vocab_size)
+  anchors = np.full(num_rules, -1, np.int64)
+  if len(pairs):
+    starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
+    best = np.minimum.reduceat(freq[toks] * vocab_size + toks, starts)
+    anchors[rows[starts]] = best % vocab_size
+  free = np.flatnonzero(anchors < 0).astype(np.int32)
+  anchored = np.flatnonzero(anchors >= 0)
+  order = anchored[np.argsort(anchors[anchored], kind="stable")]
   off = np.zeros(vocab_size + 1, np.int64)
-  for a, _ in order:
-    off[a + 1] += 1
-  off = np.cumsum(off)
-  return off, np.array([r for _, r in order], np.int32), free
+  np.cumsum(np.bincount(anchors[anchored], minlength=vocab_size),
+            out=off[1:])
+  return off, order.astype(np.int32), free

@@ -6,12 +6,13 @@ derives, is derivable: then any derivation that uses r can use G instead, so
 r can be removed without losing any example.
 """
 
+import dataclasses
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from csl_jax.cky import forest
-from csl_jax.cky.grammar_arrays import encode_qcfg
+from csl_jax.cky.grammar_arrays import encode_qcfg, rule_symbols
 from csl_jax.qcfg.rules import Rule, nt_index
 
 
@@ -43,6 +44,7 @@ class Encoder:
   def __init__(self):
     self.vocab: Tuple[Dict[str, int], Dict[str, int]] = ({}, {})
     self._pairs: Dict[Rule, Tuple[np.ndarray, np.ndarray]] = {}
+    self._symbols: Dict[Rule, Tuple[List[int], List[int]]] = {}
 
   def pair(self, rule: Rule) -> Tuple[np.ndarray, np.ndarray]:
     found = self._pairs.get(rule)
@@ -50,6 +52,13 @@ class Encoder:
       x, y = as_pair(rule)
       found = (_ids(x, self.vocab[0]), _ids(y, self.vocab[1]))
       self._pairs[rule] = found
+    return found
+
+  def symbols(self, rule: Rule) -> Tuple[List[int], List[int]]:
+    """`grammar_arrays.rule_symbols` with these ids, once per rule."""
+    found = self._symbols.get(rule)
+    if found is None:
+      found = self._symbols[rule] = rule_symbols(rule, self.vocab)
     return found
 
 
@@ -68,10 +77,13 @@ class RuleChecker:
     self.rules = list(rules)
     self.index = {r: i for i, r in enumerate(self.rules)}
     leaves = [Rule((leaf(k),), (leaf(k),)) for k in range(1, max_nts + 1)]
-    widest = max([r.num_nts for r in self.rules] + [max_nts, 1])
     self.encoder = encoder
-    self.grammar = encode_qcfg(self.rules + leaves, max_nts=widest,
-                               vocab=encoder.vocab if encoder else None)
+    # The kernels size their scratch by max_nts: the widest rule's count.
+    grammar = encode_qcfg(self.rules + leaves, max_nts=1 << 30,
+                          vocab=encoder.vocab if encoder else None,
+                          symbols=encoder.symbols if encoder else None)
+    widest = max(int(grammar.num_nts.max(initial=0)), max_nts, 1)
+    self.grammar = dataclasses.replace(grammar, max_nts=widest)
     self.enabled = np.zeros(len(self.rules) + len(leaves), np.bool_)
     self.enabled[len(self.rules):] = True
 
