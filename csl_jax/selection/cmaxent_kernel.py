@@ -82,14 +82,22 @@ def _pick(scores, tol):
 
 
 @numba.njit(cache=True)
-def _slots(ptr, ids, vals, num_features):
-  """Per feature its distinct values (uval[uptr[f]:uptr[f + 1]]) and per
-  entry p of the CSR the slot of (ids[p], vals[p]) among them."""
+def _feature_starts(ids, num_features):
+  """Where each feature's entries start once the CSR entries are grouped by
+  feature (a counting sort's offsets; the last is the number of entries)."""
   tptr = np.zeros(num_features + 1, np.int64)
   for p in range(len(ids)):
     tptr[ids[p] + 1] += 1
   for f in range(num_features):
     tptr[f + 1] += tptr[f]
+  return tptr
+
+
+@numba.njit(cache=True)
+def _slots(ptr, ids, vals, num_features):
+  """Per feature its distinct values (uval[uptr[f]:uptr[f + 1]]) and per
+  entry p of the CSR the slot of (ids[p], vals[p]) among them."""
+  tptr = _feature_starts(ids, num_features)
   fill = tptr[:-1].copy()
   tpos = np.empty(len(ids), np.int64)  # entries grouped by feature
   for p in range(len(ids)):
@@ -212,11 +220,7 @@ def greedy(ptr, ids, vals, num_atoms, num_features, avail, k, tol,
   # difference along its feature's postings (in scan order).
   lb0 = np.zeros(num_q, np.float64)
   lb1 = np.zeros(num_q, np.float64)
-  tptr = np.zeros(num_features + 1, np.int64)
-  for p in range(len(ids)):
-    tptr[ids[p] + 1] += 1
-  for f in range(num_features):
-    tptr[f + 1] += tptr[f]
+  tptr = _feature_starts(ids, num_features)
   fill = tptr[:-1].copy()
   tpos = np.empty(len(ids), np.int32)
   tslot = np.empty(len(ids), np.int32)
