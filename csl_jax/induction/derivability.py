@@ -45,6 +45,7 @@ class Encoder:
     self.vocab: Tuple[Dict[str, int], Dict[str, int]] = ({}, {})
     self._pairs: Dict[Rule, Tuple[np.ndarray, np.ndarray]] = {}
     self._symbols: Dict[Rule, Tuple[List[int], List[int]]] = {}
+    self._symbol_of: Tuple[Dict[str, int], Dict[str, int]] = ({}, {})
 
   def pair(self, rule: Rule) -> Tuple[np.ndarray, np.ndarray]:
     found = self._pairs.get(rule)
@@ -58,7 +59,15 @@ class Encoder:
     """`grammar_arrays.rule_symbols` with these ids, once per rule."""
     found = self._symbols.get(rule)
     if found is None:
-      found = self._symbols[rule] = rule_symbols(rule, self.vocab)
+      src, tgt = self._symbol_of
+      try:
+        found = (list(map(src.__getitem__, rule.source)),
+                 list(map(tgt.__getitem__, rule.target)))
+      except KeyError:  # new tokens: ids in the order rule_symbols gives
+        found = rule_symbols(rule, self.vocab)
+        src.update(zip(rule.source, found[0]))
+        tgt.update(zip(rule.target, found[1]))
+      self._symbols[rule] = found
     return found
 
 

@@ -36,15 +36,21 @@ class Objective:
   def __init__(self, config: ObjectiveConfig, stats: PairStatistics):
     self.config = config
     self.stats = stats
-    self._cache: Dict[Rule, float] = {}
+    self.cache: Dict[Rule, float] = {}  # rule costs (workers add to it)
+    self._token_cost: Dict[str, float] = {}
     base = config.log_base
     self._log = (math.log if base == math.e else math.log2 if base == 2
                  else lambda p: math.log(p, base))
 
   def size(self, tokens) -> float:
-    c = self.config
-    return sum(c.nonterminal_cost if nt_index(t) else c.terminal_cost
-               for t in tokens)
+    try:
+      return sum(map(self._token_cost.__getitem__, tokens))
+    except KeyError:  # new tokens (the sum adds in the same order)
+      c = self.config
+      for t in tokens:
+        self._token_cost[t] = (c.nonterminal_cost if nt_index(t)
+                               else c.terminal_cost)
+      return sum(map(self._token_cost.__getitem__, tokens))
 
   def correlation(self, rule: Rule) -> float:
     """c(alpha, beta); -inf if the sides never occur together."""
@@ -58,16 +64,16 @@ class Objective:
     return total
 
   def rule_cost(self, rule: Rule) -> float:
-    cost = self._cache.get(rule)
+    cost = self.cache.get(rule)
     if cost is None:
       cost = (self.size(rule.source) + self.size(rule.target)
               - self.correlation(rule))
-      self._cache[rule] = cost
+      self.cache[rule] = cost
     return cost
 
   def prime(self, rule: Rule, cost: float) -> None:
     """Records a cost computed elsewhere (by a worker process)."""
-    self._cache.setdefault(rule, cost)
+    self.cache.setdefault(rule, cost)
 
   def total(self, rules: Iterable[Rule]) -> float:
     return sum(self.rule_cost(r) for r in rules)

@@ -12,6 +12,7 @@ against the grammar as it is at that moment, so the invariant holds.
 
 import dataclasses
 import hashlib
+import itertools
 import json
 import math
 import multiprocessing
@@ -109,9 +110,15 @@ def _fork_is_safe() -> bool:
 
 
 def _proposals_in_worker(chunk):
+  """The chunk's proposals, and the costs and constraint checks computed
+  for them: later steps meet many of the same candidates again."""
   inducer, unifier, partners, present = _FORK_STATE
-  return [(i, inducer._proposals_of(unifier, i, partners[i], present))  # pylint: disable=protected-access
-          for i in chunk]
+  costs, allowed = inducer.objective.cache, inducer._allowed_cache  # pylint: disable=protected-access
+  seen_costs, seen_allowed = len(costs), len(allowed)
+  found = [(i, inducer._proposals_of(unifier, i, partners[i], present))  # pylint: disable=protected-access
+           for i in chunk]
+  return (found, list(itertools.islice(costs.items(), seen_costs, None)),
+          list(itertools.islice(allowed.items(), seen_allowed, None)))
 
 
 class Inducer:
@@ -187,10 +194,13 @@ class Inducer:
       chunks = [todo[k::workers * 4] for k in range(workers * 4)]
       try:
         with multiprocessing.get_context("fork").Pool(workers) as pool:
-          found = [x for part in pool.map(_proposals_in_worker, chunks)
-                   for x in part]
+          parts = pool.map(_proposals_in_worker, chunks)
       finally:
         _FORK_STATE = None
+      found = [x for part, _, _ in parts for x in part]
+      for _, costs, allowed in parts:
+        self.objective.cache.update(costs)  # pure functions of the rule
+        self._allowed_cache.update(allowed)
     else:
       found = [(i, self._proposals_of(unifier, i, partners[i], present))
                for i in todo]
@@ -269,7 +279,11 @@ class Inducer:
         if (a, j) in good:
           removals.setdefault(additions[a], []).append(j)
 
-    # Each rule's best improving action.
+    # Each rule's best improving action. (An added rule's delta is the
+    # same for every rule it replaces: computed once.)
+    deltas = {r3: cost(r3) - sum(cost(grammar[j]) for j in gone)
+              for r3, gone in removals.items()}
+    gone_sets = {r3: set(gone) for r3, gone in removals.items()}
     actions: Dict[str, Tuple[float, Optional[Rule], Tuple[int, ...]]] = {}
     for i, rule in enumerate(grammar):
       if removable[i]:
@@ -277,10 +291,10 @@ class Inducer:
         continue
       best = None
       for r3 in proposals.get(i, ()):
-        gone = removals.get(r3, ())
-        if i not in gone:
+        if i not in gone_sets.get(r3, ()):
           continue
-        delta = cost(r3) - sum(cost(grammar[j]) for j in gone)
+        gone = removals[r3]
+        delta = deltas[r3]
         if delta < 0 and (best is None or (delta, _key(r3)) < best[:2]):
           best = (delta, _key(r3), r3, tuple(gone))
       if best is not None:

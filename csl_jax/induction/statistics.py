@@ -6,7 +6,7 @@ p(beta | alpha) vice versa. The counts are one call of
 `statistics_kernel.pair_counts` a rule (the objective caches rule costs).
 """
 
-from typing import Sequence, Tuple
+from typing import Dict, Sequence, Tuple
 
 import numpy as np
 
@@ -51,19 +51,27 @@ class PairStatistics:
     self._src = _side(self.source)
     self._tgt = _side(self.target)
     self._mark = np.zeros(len(self.target.lengths), np.bool_)
+    self._src_codes: Dict[str, int] = {}
+    self._tgt_codes: Dict[str, int] = {}
 
   @staticmethod
-  def _codes(pattern: Pattern, vocab) -> np.ndarray:
-    unknown = len(vocab)
-    return np.array([-nt_index(t) if nt_index(t) else vocab.get(t, unknown)
-                     for t in pattern], np.int32)
+  def _codes(pattern: Pattern, vocab, cache) -> np.ndarray:
+    """Kernel codes; `cache` maps tokens to codes (NTs included)."""
+    try:
+      return np.array(list(map(cache.__getitem__, pattern)), np.int32)
+    except KeyError:
+      unknown = len(vocab)
+      for t in pattern:
+        cache[t] = -nt_index(t) if nt_index(t) else vocab.get(t, unknown)
+      return np.array(list(map(cache.__getitem__, pattern)), np.int32)
 
   def counts(self, alpha: Pattern, beta: Pattern) -> Tuple[int, int, int]:
     """(#alpha in input, #beta in output, #both) over the examples."""
     na, nb, joint = statistics_kernel.pair_counts(
-        self._src, self._tgt, self._codes(alpha, self.source.vocab),
-        self._codes(beta, self.target.vocab), self.target.distinct_of,
-        self._mark)
+        self._src, self._tgt,
+        self._codes(alpha, self.source.vocab, self._src_codes),
+        self._codes(beta, self.target.vocab, self._tgt_codes),
+        self.target.distinct_of, self._mark)
     return int(na), int(nb), int(joint)
 
   def conditionals(self, alpha: Pattern, beta: Pattern

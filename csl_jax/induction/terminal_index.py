@@ -22,15 +22,24 @@ class TermIds:
   def __init__(self):
     self.ids: Dict[Tuple[str, str], int] = {}
     self._of: Dict[Rule, Tuple[int, ...]] = {}
+    self._token: Tuple[Dict[str, int], Dict[str, int]] = ({}, {})  # NT: -1
+
+  def _side(self, side: str, tokens, cache: Dict[str, int]) -> set:
+    try:
+      return set(map(cache.__getitem__, tokens))
+    except KeyError:
+      for t in tokens:
+        if t not in cache:
+          cache[t] = (-1 if nt_index(t) else
+                      self.ids.setdefault((side, t), len(self.ids)))
+      return set(map(cache.__getitem__, tokens))
 
   def of(self, rule: Rule) -> Tuple[int, ...]:
     found = self._of.get(rule)
     if found is None:
-      ids = self.ids
-      terms = {ids.setdefault(("s", t), len(ids))
-               for t in rule.source if not nt_index(t)}
-      terms.update(ids.setdefault(("t", t), len(ids))
-                   for t in rule.target if not nt_index(t))
+      terms = self._side("s", rule.source, self._token[0])
+      terms |= self._side("t", rule.target, self._token[1])
+      terms.discard(-1)
       found = self._of[rule] = tuple(sorted(terms))
     return found
 
