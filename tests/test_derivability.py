@@ -294,3 +294,16 @@ def test_each_extra_rule_matches_reference(case, data):
               if (enabled[i] or i == extra) and i != exclude]
       assert bool(got[b][k]) == ref.derivable(live + leaves, *x_y[b]), (
           targets[b], extra, exclude)
+
+
+@hypothesis.settings(max_examples=80, deadline=None)
+@hypothesis.given(checker_cases())
+def test_single_rule_fast_path_matches_batch(case):
+  from csl_jax.induction.derivability import Encoder  # pylint: disable=g-import-not-at-top
+  rules, enabled, queries = case
+  checker = RuleChecker(rules, 2, Encoder())
+  checker.enable([q for q, on in zip(rules, enabled) if on])
+  for target, _, exclude in queries:
+    for _ in range(2):  # the second time from the packed cache
+      assert checker.rule_derivable(target, exclude) == bool(
+          checker.rules_derivable([target], exclude=[exclude])[0])

@@ -120,7 +120,8 @@ def _tokenize(pairs) -> List[Tuple[Sequence[str], Sequence[str]]]:
            y.split() if isinstance(y, str) else y) for x, y in pairs]
 
 
-def _grammar_args(g: QCFGArrays):
+def grammar_args(g: QCFGArrays):
+  """The grammar's arrays as the derivability kernels take them."""
   return (g.src_sym, g.src_len, g.tgt_sym, g.tgt_len, g.tgt_first, g.num_nts,
           g.max_nts, len(g.source_vocab), len(g.target_vocab), g.anchor_off,
           g.anchor_rules, g.free_rules)
@@ -177,7 +178,7 @@ def derivable_masked_packed(grammar: QCFGArrays, xs, x_off, ys, y_off,
   exclude = none if exclude is None else np.asarray(exclude, np.int64)
   out = np.zeros(size, np.bool_)
   _on_threads(qcfg_kernel.derivable_masked, size, (
-      out, xs, x_off, ys, y_off, *_grammar_args(grammar), enabled, include,
+      out, xs, x_off, ys, y_off, *grammar_args(grammar), enabled, include,
       exclude))
   return out
 
@@ -196,7 +197,7 @@ def derivable_each_packed(grammar: QCFGArrays, xs, x_off, ys, y_off,
     raise ValueError("at most 64 extra rules per pair")
   out = np.zeros(size, np.uint64)
   _on_threads(qcfg_kernel.derivable_each, size, (
-      out, xs, x_off, ys, y_off, *_grammar_args(grammar),
+      out, xs, x_off, ys, y_off, *grammar_args(grammar),
       np.asarray(enabled, np.bool_), np.asarray(exclude, np.int64),
       extra_off, np.asarray(extra_rules, np.int64)))
   return out
@@ -244,7 +245,7 @@ def build_forests(grammar: QCFGArrays, pairs: Iterable,
                         source)
   xs, x_off, ys, y_off = _pack(grammar, pairs, keep)
   batch = ForestBatch(*qcfg_kernel.forest_batch(xs, x_off, ys, y_off,
-                                                *_grammar_args(grammar)))
+                                                *grammar_args(grammar)))
   return batch, BatchResult(keep, len(pairs) - len(keep))
 
 

@@ -12,6 +12,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from csl_jax.cky import forest
+from csl_jax.cky import qcfg_kernel
 from csl_jax.cky.grammar_arrays import encode_qcfg, rule_symbols
 from csl_jax.qcfg.rules import Rule, nt_index
 
@@ -94,6 +95,9 @@ class RuleChecker:
     widest = max(int(grammar.num_nts.max(initial=0)), max_nts, 1)
     self.grammar = dataclasses.replace(grammar, max_nts=widest)
     self.enabled = np.zeros(len(self.rules) + len(leaves), np.bool_)
+    self._packed: Dict[Rule, Tuple[np.ndarray, ...]] = {}
+    self._grammar_args = forest.grammar_args(self.grammar)
+    self._none = np.full(1, -1, np.int64)
     self.enabled[len(self.rules):] = True
 
   def enable(self, rules: Sequence[Rule], on: bool = True) -> None:
@@ -123,6 +127,23 @@ class RuleChecker:
     return forest.derivable_masked_packed(
         self.grammar, xs, x_off, ys, y_off, self.enabled,
         include if len(include) else None, exclude if len(exclude) else None)
+
+  def rule_derivable(self, rule: Rule, exclude: int = -1) -> bool:
+    """`rules_derivable([rule], exclude=[exclude])[0]` without the batch
+    overhead: applying a step's actions asks ~10^4 single questions."""
+    if self.encoder is None:
+      return bool(self.rules_derivable([rule], exclude=[exclude])[0])
+    packed = self._packed.get(rule)
+    if packed is None:
+      x, y = self.grammar.clamp(*self.encoder.pair(rule))
+      packed = self._packed[rule] = (
+          x, np.array([0, len(x)], np.int64), y,
+          np.array([0, len(y)], np.int64))
+    out = np.zeros(1, np.bool_)
+    qcfg_kernel.derivable_masked(
+        0, 1, out, *packed, *self._grammar_args, self.enabled, self._none,
+        np.array([exclude], np.int64))
+    return bool(out[0])
 
   def rules_derivable_each(self, targets: Sequence[Rule],
                            extras: Sequence[Sequence[int]],

@@ -36,7 +36,7 @@ class Objective:
   def __init__(self, config: ObjectiveConfig, stats: PairStatistics):
     self.config = config
     self.stats = stats
-    self.cache: Dict[Rule, float] = {}  # rule costs (workers add to it)
+    self._cache: Dict[Rule, float] = {}
     self._token_cost: Dict[str, float] = {}
     base = config.log_base
     self._log = (math.log if base == math.e else math.log2 if base == 2
@@ -64,16 +64,16 @@ class Objective:
     return total
 
   def rule_cost(self, rule: Rule) -> float:
-    cost = self.cache.get(rule)
+    cost = self._cache.get(rule)
     if cost is None:
       cost = (self.size(rule.source) + self.size(rule.target)
               - self.correlation(rule))
-      self.cache[rule] = cost
+      self._cache[rule] = cost
     return cost
 
   def prime(self, rule: Rule, cost: float) -> None:
     """Records a cost computed elsewhere (by a worker process)."""
-    self.cache.setdefault(rule, cost)
+    self._cache.setdefault(rule, cost)
 
   def total(self, rules: Iterable[Rule]) -> float:
     return sum(self.rule_cost(r) for r in rules)

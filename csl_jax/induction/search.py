@@ -12,7 +12,6 @@ against the grammar as it is at that moment, so the invariant holds.
 
 import dataclasses
 import hashlib
-import itertools
 import json
 import math
 import multiprocessing
@@ -110,15 +109,9 @@ def _fork_is_safe() -> bool:
 
 
 def _proposals_in_worker(chunk):
-  """The chunk's proposals, and the costs and constraint checks computed
-  for them: later steps meet many of the same candidates again."""
   inducer, unifier, partners, present = _FORK_STATE
-  costs, allowed = inducer.objective.cache, inducer._allowed_cache  # pylint: disable=protected-access
-  seen_costs, seen_allowed = len(costs), len(allowed)
-  found = [(i, inducer._proposals_of(unifier, i, partners[i], present))  # pylint: disable=protected-access
-           for i in chunk]
-  return (found, list(itertools.islice(costs.items(), seen_costs, None)),
-          list(itertools.islice(allowed.items(), seen_allowed, None)))
+  return [(i, inducer._proposals_of(unifier, i, partners[i], present))  # pylint: disable=protected-access
+          for i in chunk]
 
 
 class Inducer:
@@ -194,13 +187,10 @@ class Inducer:
       chunks = [todo[k::workers * 4] for k in range(workers * 4)]
       try:
         with multiprocessing.get_context("fork").Pool(workers) as pool:
-          parts = pool.map(_proposals_in_worker, chunks)
+          found = [x for part in pool.map(_proposals_in_worker, chunks)
+                   for x in part]
       finally:
         _FORK_STATE = None
-      found = [x for part, _, _ in parts for x in part]
-      for _, costs, allowed in parts:
-        self.objective.cache.update(costs)  # pure functions of the rule
-        self._allowed_cache.update(allowed)
     else:
       found = [(i, self._proposals_of(unifier, i, partners[i], present))
                for i in todo]
@@ -333,8 +323,7 @@ class Inducer:
         rule = grammar[j]
         if rule not in current:
           continue
-        if checker.rules_derivable([rule],
-                                   exclude=[checker.index[rule]])[0]:
+        if checker.rule_derivable(rule, exclude=checker.index[rule]):
           checker.enable([rule], False)
           current.discard(rule)
           removed.append(rule)
