@@ -93,11 +93,12 @@ class TerminalIndex:
     """For each rule, the rules containing all its terminals, ascending."""
     out: List[List[int]] = [[] for _ in rules]
     asked, sets = [], []
+    known = set(np.flatnonzero(self.freq).tolist())
     for q, rule in enumerate(rules):
       terms = self.term_ids.of(rule)
       if not terms:
         out[q] = list(range(len(self.rules)))
-      elif all(t < self.num_terms and self.freq[t] for t in terms):
+      elif known.issuperset(terms):
         asked.append(q)
         sets.append(terms)
     if asked:
