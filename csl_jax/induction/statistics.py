@@ -35,6 +35,10 @@ def _side(index: OccurrenceIndex) -> tuple:
           examples_flat.astype(np.int64), examples_off)
 
 
+_KNOWN = np.zeros(0, np.int32)  # the pattern code for "hits given"
+_NO_HITS = np.zeros(0, np.int64)
+
+
 class PairStatistics:
   """p-hat estimates over a training set (or a seeded sample of it)."""
 
@@ -52,6 +56,9 @@ class PairStatistics:
     self._tgt = _side(self.target)
     self._mark = np.zeros(len(self.target.lengths), np.bool_)
     self._src_codes: Dict[str, int] = {}
+    # Each pattern's distinct hits (sorted ids of distinct sequences).
+    self._src_hits: Dict[Pattern, np.ndarray] = {}
+    self._tgt_hits: Dict[Pattern, np.ndarray] = {}
     self._tgt_codes: Dict[str, int] = {}
 
   @staticmethod
@@ -67,11 +74,20 @@ class PairStatistics:
 
   def counts(self, alpha: Pattern, beta: Pattern) -> Tuple[int, int, int]:
     """(#alpha in input, #beta in output, #both) over the examples."""
-    na, nb, joint = statistics_kernel.pair_counts(
+    a = self._src_hits.get(alpha)
+    b = self._tgt_hits.get(beta)
+    na, nb, joint, a_new, b_new = statistics_kernel.pair_counts(
         self._src, self._tgt,
-        self._codes(alpha, self.source.vocab, self._src_codes),
-        self._codes(beta, self.target.vocab, self._tgt_codes),
+        _KNOWN if a is not None else self._codes(
+            alpha, self.source.vocab, self._src_codes),
+        _KNOWN if b is not None else self._codes(
+            beta, self.target.vocab, self._tgt_codes),
+        _NO_HITS if a is None else a, _NO_HITS if b is None else b,
         self.target.distinct_of, self._mark)
+    if a is None:
+      self._src_hits[alpha] = a_new
+    if b is None:
+      self._tgt_hits[beta] = b_new
     return int(na), int(nb), int(joint)
 
   def conditionals(self, alpha: Pattern, beta: Pattern

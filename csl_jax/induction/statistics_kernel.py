@@ -47,12 +47,16 @@ def _distinct_hits(flat, offsets, lengths, post_flat, post_off, codes):
 
 
 @numba.njit(cache=True)
-def pair_counts(src, tgt, alpha, beta, tgt_of_example, mark):
+def pair_counts(src, tgt, alpha, beta, a, b, tgt_of_example, mark):
   """(#examples whose input contains alpha, #whose output contains beta,
-  #both). `mark` is scratch over the target side's distinct sequences, all
-  False on entry and on return."""
-  a = _distinct_hits(src[0], src[1], src[2], src[3], src[4], alpha)
-  b = _distinct_hits(tgt[0], tgt[1], tgt[2], tgt[3], tgt[4], beta)
+  #both, alpha's distinct hits, beta's). An empty pattern stands for one
+  whose hits are known: `a` (`b`); the caller caches hits, as patterns
+  recur (SCAN: ~2 rules a pattern). `mark` is scratch over the target
+  side's distinct sequences, all False on entry and on return."""
+  if alpha.shape[0]:
+    a = _distinct_hits(src[0], src[1], src[2], src[3], src[4], alpha)
+  if beta.shape[0]:
+    b = _distinct_hits(tgt[0], tgt[1], tgt[2], tgt[3], tgt[4], beta)
   na = 0
   for d in a:
     na += src[5][d]
@@ -68,4 +72,4 @@ def pair_counts(src, tgt, alpha, beta, tgt_of_example, mark):
         joint += 1
   for d in b:
     mark[d] = False
-  return na, nb, joint
+  return na, nb, joint, a, b
