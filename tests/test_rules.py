@@ -74,3 +74,15 @@ def test_make_rule_validates():
       "NT_1 twice ### NT_1 NT_1")
   with pytest.raises(ValueError, match="does not occur"):
     rules_lib.make_rule(["NT_1"], ["x"])
+
+
+def test_rule_hash_is_the_fields_hash_and_not_pickled():
+  import copy  # pylint: disable=g-import-not-at-top
+  import pickle  # pylint: disable=g-import-not-at-top
+  rule = rules_lib.Rule(("a", "NT_1"), ("A", "NT_1"))
+  assert hash(rule) == hash((rule.source, rule.target)) == hash(rule)
+  for other in (pickle.loads(pickle.dumps(rule)), copy.deepcopy(rule),
+                copy.copy(rule)):
+    assert "_hash" not in other.__dict__  # a hash from another process
+    assert other == rule and hash(other) == hash(rule)
+  assert {rule: 1}[rules_lib.Rule(("a", "NT_1"), ("A", "NT_1"))] == 1

@@ -53,6 +53,20 @@ class Rule:
   def __str__(self) -> str:
     return format_rule(self)
 
+  # The generated hash re-hashes both tuples on every call; the induction
+  # hashes ~10^7 times (sets, caches). Same value, computed once; pickles
+  # and copies carry only the fields (string hashes differ by process).
+  def __hash__(self) -> int:
+    try:
+      return self.__dict__["_hash"]
+    except KeyError:
+      h = hash((self.source, self.target))
+      object.__setattr__(self, "_hash", h)
+      return h
+
+  def __reduce__(self):
+    return (Rule, (self.source, self.target))
+
 
 def validate_rule(rule: Rule) -> str:
   """Returns why `rule` is not a well-formed QCFG rule, or ''."""
