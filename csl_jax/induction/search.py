@@ -252,22 +252,22 @@ class Inducer:
       wide.enable(grammar)
       # Does grammar + r3 - rule j derive rule j? One chart per rule j
       # answers it for every r3 that might replace it.
-      within = index.supersets(additions)
-      queries = [(a, j) for a in range(len(additions)) for j in within[a]
-                 if grammar[j] not in seeds]
+      is_seed = [r in seeds for r in grammar]
       by_rule: Dict[int, List[int]] = {}
-      for a, j in queries:
-        by_rule.setdefault(j, []).append(len(grammar) + a)
+      for a, within in enumerate(index.supersets(additions)):
+        for j in within:
+          if not is_seed[j]:
+            by_rule.setdefault(j, []).append(len(grammar) + a)
       targets = sorted(by_rule)
       answers = wide.rules_derivable_each(
           [grammar[j] for j in targets], [by_rule[j] for j in targets],
           exclude=targets)
-      good = {(extra - len(grammar), j)
-              for j, ok in zip(targets, answers)
-              for extra, yes in zip(by_rule[j], ok) if yes}
-      for a, j in queries:
-        if (a, j) in good:
-          removals.setdefault(additions[a], []).append(j)
+      # Rules j in ascending order, so each removal list is ascending.
+      for j, ok in zip(targets, answers):
+        for extra, yes in zip(by_rule[j], ok.tolist()):
+          if yes:
+            removals.setdefault(additions[extra - len(grammar)],
+                                []).append(j)
 
     # Each rule's best improving action. (An added rule's delta is the
     # same for every rule it replaces: computed once.)
