@@ -16,6 +16,7 @@ quiet.silence_accelerator_logs()
 from absl import logging  # pylint: disable=g-import-not-at-top
 import gin  # pylint: disable=g-import-not-at-top
 
+from csl_jax import allocator
 from csl_jax import compile_cache
 from csl_jax.cli import augment
 from csl_jax.cli import experiment
@@ -105,6 +106,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = build_parser().parse_args(rest)
     module = SUBCOMMANDS[args.subcommand]
     compile_cache.enable()
+    allocator.keep_freed_memory()
     if getattr(args, "out", None) and args.subcommand != "vocab":  # a prefix
       _check_out(args.out)
     if hasattr(module, "register_configurables"):
