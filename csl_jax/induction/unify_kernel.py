@@ -104,29 +104,28 @@ def _composes_to(parent_src, parent_tgt, child_src, child_tgt, s1, t1):
 
 
 @numba.njit(cache=True)
-def _linked(src, tgt):
-  """As `unify._linked`: both sides non-empty, the same NT set, and not
-  NT_1 ### NT_1."""
-  if src.shape[0] == 0 or tgt.shape[0] == 0:
-    return False
-  for c in src:
+def _nts_in(a, b):
+  """Every NT (negative code) of a occurs in b."""
+  for c in a:
     if c < 0:
       found = False
-      for d in tgt:
+      for d in b:
         if d == c:
           found = True
           break
       if not found:
         return False
-  for d in tgt:
-    if d < 0:
-      found = False
-      for c in src:
-        if c == d:
-          found = True
-          break
-      if not found:
-        return False
+  return True
+
+
+@numba.njit(cache=True)
+def _linked(src, tgt):
+  """As `unify._linked`: both sides non-empty, the same NT set, and not
+  NT_1 ### NT_1."""
+  if src.shape[0] == 0 or tgt.shape[0] == 0:
+    return False
+  if not (_nts_in(src, tgt) and _nts_in(tgt, src)):
+    return False
   return not (src.shape[0] == 1 and tgt.shape[0] == 1 and src[0] == tgt[0])
 
 
