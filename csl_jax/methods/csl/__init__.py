@@ -17,6 +17,7 @@ import gin
 
 from csl_jax import configs
 from csl_jax.methods import base
+from csl_jax import compile_ahead
 from csl_jax.methods.csl import fit as fit_lib
 from csl_jax.methods.csl import induce as induce_lib
 from csl_jax.methods.csl import parse as parse_lib
@@ -45,6 +46,13 @@ def _model_files(model_dir: str) -> List[str]:
           for n in ("model.json", "params.npz", "grammar.qcfg")]
 
 
+def _induce(out_dir: str, train: str):
+  # A cold numba cache (a first run): the later stages' kernels compile
+  # beside the induction (`compile_ahead`).
+  compile_ahead.start()
+  return induce_lib.induce(out_dir, train)
+
+
 @gin.configurable(module="csl")
 class CSL:
   """The CSL method: induce -> fit -> [parse] -> sample.
@@ -71,7 +79,7 @@ class CSL:
     config, files = _stage_config(induce_lib.induce, ("out_dir", "train"))
     stages.append(base.Stage(
         "induce", [train] + files, config,
-        lambda d: induce_lib.induce(d, train)))
+        lambda d: _induce(d, train)))
 
     config, files = _stage_config(fit_lib.fit,
                                   ("out_dir", "grammar", "train_data"))
