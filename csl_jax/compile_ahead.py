@@ -34,13 +34,18 @@ def start() -> Optional[subprocess.Popen]:
 
 
 def main() -> None:
-  """Parses and samples with a tiny model: the same kernels, the same
-  argument types as the CSL stages."""
+  """Parses, samples and builds pruning forests with a tiny model: the
+  same kernels, the same argument types as the CSL stages."""
+  from csl_jax.induction import prune  # pylint: disable=g-import-not-at-top
   from csl_jax.sampling import sampler  # pylint: disable=g-import-not-at-top
   from csl_jax.testing import models  # pylint: disable=g-import-not-at-top
   model = models.random_model(models.TOY_RULES, 0, 2)
   model.parse(["walk twice and run", "run"])
   sampler.sample(model, 50, sampler.SampleConfig(max_depth=3))
+  # The induction's pruning forests (and the fit's), which the induction
+  # reaches last.
+  prune.prune_and_cover(models.TOY_RULES, [(["walk", "twice"], ["W", "W"])],
+                        2, lambda rule: 1.0)
 
 
 if __name__ == "__main__":
