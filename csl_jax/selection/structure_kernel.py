@@ -363,6 +363,17 @@ def first_seen(stream, num):
   return new, count
 
 
+def _renumbered(stream, names):
+  """(new id of each old id, the names in new-id order): ids renumbered by
+  first occurrence in `stream` (`first_seen`)."""
+  new, count = first_seen(stream, len(names))
+  kept = [None] * count
+  for old, nid in enumerate(new.tolist()):
+    if nid >= 0:
+      kept[nid] = names[old]
+  return new, kept
+
+
 @numba.njit(cache=True)
 def rows(ptr, ids, vals, use_max):
   """CSR (data, indices, indptr) with each row's ids sorted and repeats
@@ -460,24 +471,17 @@ def structure(keys: Sequence[str], abst, query_count: np.ndarray,
                   f"{name}({','.join(tnames[t] for t in tl[l])})")
   troot = np.where(valid, troot, len(tnames))
   tnames.append(diversity.UNPARSED)
-  new, count = first_seen(troot, len(tnames))
+  new, templates = _renumbered(troot, tnames)
   template_of = new[troot]
-  templates = [None] * count
-  for old, nid in enumerate(new.tolist()):
-    if nid >= 0:
-      templates[nid] = tnames[old]
   num_q = len(keys)
   if not with_compounds:
     empty = scipy.sparse.csr_matrix((num_q, 0))
     return template_of, templates, valid, empty, [], empty, []
   # Atoms: labels renumbered by first occurrence, counted per query.
-  new, count = first_seen(alab, len(labels))
-  atom_names = [None] * count
-  for old, nid in enumerate(new.tolist()):
-    if nid >= 0:
-      atom_names[nid] = labels[old]
+  new, atom_names = _renumbered(alab, labels)
   atoms = scipy.sparse.csr_matrix(
-      rows(aptr, new[alab], np.ones(len(alab)), False), shape=(num_q, count))
+      rows(aptr, new[alab], np.ones(len(alab)), False),
+      shape=(num_q, len(atom_names)))
   # Compounds: names of the distinct structures, renumbered likewise.
   terms = _lists(*ltab)
   num_labels = len(labels)
@@ -500,12 +504,9 @@ def structure(keys: Sequence[str], abst, query_count: np.ndarray,
   else:
     vals = keysers(comp, sups, cptr, np.asarray(query_count, np.int64),
                    len(cnames))
-  new, count = first_seen(comp, len(cnames))
-  compound_names = [None] * count
-  for old, nid in enumerate(new.tolist()):
-    if nid >= 0:
-      compound_names[nid] = cnames[old]
+  new, compound_names = _renumbered(comp, cnames)
   compounds = scipy.sparse.csr_matrix(
-      rows(cptr, new[comp], vals, weighting != "none"), shape=(num_q, count))
+      rows(cptr, new[comp], vals, weighting != "none"),
+      shape=(num_q, len(compound_names)))
   return (template_of, templates, valid, atoms, atom_names, compounds,
           compound_names)
