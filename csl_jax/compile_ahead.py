@@ -1,11 +1,14 @@
-"""A fresh install's first CSL run: the parser's and the sampler's numba
-kernels compile in a side process while the induction runs.
+"""A fresh install's first CSL run: numba kernels compile in a side process
+while the induction runs.
 
-numba compiles one kernel at a time in a process, so on a first run the
-parse and sample stages spent ~13 s compiling after the induction and the
-fit (BENCHMARKS "Issue 17 → COGS fit, peak memory per stage, and the first
-run again"). Every kernel is `cache=True`: what the side process compiles,
-the stages load from disk. With a warm cache nothing is started.
+numba compiles one kernel at a time in a process, so on a first run every
+stage paid its own compile one after the other (BENCHMARKS "Issue 17 →
+COGS fit, peak memory per stage, and the first run again"). Every kernel
+is `cache=True`: what the side process compiles, the stages load from disk.
+The side process takes the induction's kernels in the reverse of the order
+the induction meets them (the two meet in the middle), then the pruning
+forests', the parser's and the sampler's. With a warm cache nothing is
+started.
 
   python -m csl_jax.compile_ahead   (what `start` runs)
 """
@@ -33,19 +36,40 @@ def start() -> Optional[subprocess.Popen]:
       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
+def _induction_kernels() -> None:
+  """The kernels an induction step meets last, latest first, through the
+  search's own classes (the same argument types): removal charts, superset
+  queries, occurrence counts. The search compiles its earlier ones itself
+  (derivability, subset queries, UNIFY) meanwhile."""
+  # pylint: disable=g-import-not-at-top
+  from csl_jax.induction import derivability
+  from csl_jax.induction import statistics
+  from csl_jax.induction import terminal_index
+  from csl_jax.testing import models
+  # pylint: enable=g-import-not-at-top
+  rules = models.TOY_RULES
+  checker = derivability.RuleChecker(rules, 2, derivability.Encoder())
+  checker.enable(rules)
+  checker.rules_derivable_each(rules[:1], [[1]], [-1])
+  index = terminal_index.TerminalIndex(rules, terminal_index.TermIds())
+  index.supersets(rules[2:])
+  stats = statistics.PairStatistics([(["walk", "twice"], ["W", "W"])])
+  stats.counts(("walk",), ("W",))
+
+
 def main() -> None:
-  """Parses, samples and builds pruning forests with a tiny model: the
-  same kernels, the same argument types as the CSL stages."""
+  """Runs each kernel once on tiny inputs with the argument types of the
+  CSL stages: the induction's late ones, the pruning forests (the
+  induction's end, and the fit's), parsing and sampling."""
   from csl_jax.induction import prune  # pylint: disable=g-import-not-at-top
   from csl_jax.sampling import sampler  # pylint: disable=g-import-not-at-top
   from csl_jax.testing import models  # pylint: disable=g-import-not-at-top
+  _induction_kernels()
+  prune.prune_and_cover(models.TOY_RULES, [(["walk", "twice"], ["W", "W"])],
+                        2, lambda rule: 1.0)
   model = models.random_model(models.TOY_RULES, 0, 2)
   model.parse(["walk twice and run", "run"])
   sampler.sample(model, 50, sampler.SampleConfig(max_depth=3))
-  # The induction's pruning forests (and the fit's), which the induction
-  # reaches last.
-  prune.prune_and_cover(models.TOY_RULES, [(["walk", "twice"], ["W", "W"])],
-                        2, lambda rule: 1.0)
 
 
 if __name__ == "__main__":
