@@ -386,3 +386,37 @@ def test_kernel_matches_reference_with_slots(cfg, example, data):
     assert cfg.recognizes_with_slots(
         tokens, is_slot, slot_categories, slot_ids,
         category=category) == (category in expected)
+  # Any of several goals (the induction asks for any category).
+  assert cfg.recognizes_with_slots(
+      tokens, is_slot, slot_categories, slot_ids,
+      category=cfg.categories) == bool(expected)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_small_grammar(), _slotted_tokens(), st.data())
+def test_nt_slot_recognizer_matches_reference(cfg, example, data):
+  # Slots written NT_k as in rule targets; a repeated NT_k takes one
+  # category, NT_k used once is a free slot.
+  tokens, is_slot, slot_ids = example
+  if data.draw(st.booleans()):
+    tokens, is_slot, slot_ids = _derived_example(cfg, data)
+  fresh = iter(range(10, 20))
+  ids = [(sid + 1 if sid >= 0 else next(fresh)) if slot else -1
+         for slot, sid in zip(is_slot, slot_ids)]
+  written = [f"NT_{k}" if k > 0 else t for t, k in zip(tokens, ids)]
+  goals = data.draw(st.lists(st.sampled_from(cfg.categories), min_size=1,
+                             unique=True))
+  expected = cfg_reference.recognizes_with_slots(
+      cfg, tokens, is_slot, slot_ids=ids, category=goals)
+  assert cfg.nt_slot_recognizer(goals)(written) == expected
+
+
+def test_nt_slot_recognizer_repeated_nts():
+  cfg = parse_output_cfg(SAME_OR_DIFFERENT)
+  recognizes = cfg.nt_slot_recognizer(cfg.categories)
+  assert recognizes("f ( NT_1 , NT_2 )".split())
+  assert not recognizes("f ( NT_1 , NT_1 )".split())
+  assert recognizes("g ( NT_2 , NT_2 )".split())
+  assert not recognizes("h ( NT_1 , NT_2 )".split())  # unknown terminal
+  with pytest.raises(TypeError, match="not a str"):
+    recognizes("f ( NT_1 , NT_2 )")

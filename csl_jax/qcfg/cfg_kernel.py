@@ -239,3 +239,129 @@ def top_categories(grammar: CFGArrays, tokens: np.ndarray,
     if complete:
       return top
     capacity = min(most, 4 * capacity)
+
+
+@numba.njit(cache=True)
+def _top_grown(tokens, slot_masks, num_categories, num_symbols, lex_start,
+               lex_sym, clo_start, clo_sym, bin_start, bin_right, bin_parent):
+  """`top_categories` inside numba: the chart grown until it fits."""
+  n = tokens.shape[0]
+  most = max(1, n * (n + 1) // 2 * num_symbols)
+  capacity = min(most, 64 * (n + 1))
+  while True:
+    top, complete = cky_top_categories(
+        tokens, slot_masks, capacity, num_categories, num_symbols, lex_start,
+        lex_sym, clo_start, clo_sym, bin_start, bin_right, bin_parent)
+    if complete:
+      return top
+    capacity = min(most, 4 * capacity)
+
+
+@numba.njit(cache=True)
+def _hits(top, goal):
+  for c in range(goal.shape[0]):
+    if top[c] and goal[c]:
+      return True
+  return False
+
+
+@numba.njit(cache=True)
+def recognize_with_slots(tokens, group_pos, group_off, slot_masks, goal,
+                         num_categories, num_symbols, lex_start, lex_sym,
+                         clo_start, clo_sym, bin_start, bin_right,
+                         bin_parent):
+  """Whether a goal category derives `tokens` for some choice of one
+  category per group of slots (`OutputCFG.recognizes_with_slots`).
+
+  Slots are codes `slot_code(0)` (any category of slot_masks[0]); group g
+  is the positions group_pos[group_off[g]:group_off[g + 1]], at least two
+  each (a lone slot needs no choice), and its choices are written into a
+  copy as `slot_code(1 + c)` (slot_masks[1 + c] is category c alone).
+  The search of `OutputCFG._search`: all slots free first (if that fails,
+  nothing can succeed); then each group alone, keeping the categories
+  that still reach the goal; then every combination of those."""
+  args = (num_categories, num_symbols, lex_start, lex_sym, clo_start,
+          clo_sym, bin_start, bin_right, bin_parent)
+  if not _hits(_top_grown(tokens, slot_masks, *args), goal):
+    return False
+  num_groups = group_off.shape[0] - 1
+  if num_groups == 0:
+    return True
+  trial = tokens.copy()
+  options = np.zeros((num_groups, num_categories), np.int64)
+  num_options = np.zeros(num_groups, np.int64)
+  for q in range(num_groups):
+    for c in range(num_categories):
+      if not slot_masks[0, c]:
+        continue
+      for p in range(group_off[q], group_off[q + 1]):
+        trial[group_pos[p]] = -3 - c
+      found = _hits(_top_grown(trial, slot_masks, *args), goal)
+      for p in range(group_off[q], group_off[q + 1]):
+        trial[group_pos[p]] = tokens[group_pos[p]]
+      if found:
+        if num_groups == 1:
+          return True
+        options[q, num_options[q]] = c
+        num_options[q] += 1
+    if num_options[q] == 0:
+      return False
+  # Every combination of the surviving options (an odometer), first
+  # group slowest as itertools.product.
+  pick = np.zeros(num_groups, np.int64)
+  while True:
+    for q in range(num_groups):
+      c = options[q, pick[q]]
+      for p in range(group_off[q], group_off[q + 1]):
+        trial[group_pos[p]] = -3 - c
+    if _hits(_top_grown(trial, slot_masks, *args), goal):
+      return True
+    q = num_groups - 1
+    while q >= 0:
+      pick[q] += 1
+      if pick[q] < num_options[q]:
+        break
+      pick[q] = 0
+      q -= 1
+    if q < 0:
+      return False
+
+
+@numba.njit(cache=True)
+def recognize_slot_ids(raw, slot_masks, goal, num_categories, num_symbols,
+                       lex_start, lex_sym, clo_start, clo_sym, bin_start,
+                       bin_right, bin_parent):
+  """`recognize_with_slots` with the slots and their ids in the codes:
+  raw[i] >= -1 is a token code, raw[i] <= -2 a slot of id -2 - raw[i]
+  (slots of one id take one category; an id used once is a free slot)."""
+  n = raw.shape[0]
+  tokens = raw.copy()
+  top_id = -1
+  for i in range(n):
+    if raw[i] <= -2:
+      tokens[i] = -2  # slot_code(0)
+      top_id = max(top_id, -2 - raw[i])
+  count = np.zeros(top_id + 1, np.int64)
+  for i in range(n):
+    if raw[i] <= -2:
+      count[-2 - raw[i]] += 1
+  group_off = np.zeros(top_id + 2, np.int64)
+  num_groups = 0
+  for sid in range(top_id + 1):
+    if count[sid] > 1:
+      group_off[num_groups + 1] = group_off[num_groups] + count[sid]
+      num_groups += 1
+  group_pos = np.empty(group_off[num_groups], np.int64)
+  q = 0
+  for sid in range(top_id + 1):
+    if count[sid] > 1:
+      p = group_off[q]
+      for i in range(n):
+        if raw[i] == -2 - sid:
+          group_pos[p] = i
+          p += 1
+      q += 1
+  return recognize_with_slots(
+      tokens, group_pos, group_off[:num_groups + 1], slot_masks, goal,
+      num_categories, num_symbols, lex_start, lex_sym, clo_start, clo_sym,
+      bin_start, bin_right, bin_parent)

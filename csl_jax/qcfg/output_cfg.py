@@ -35,14 +35,15 @@ import dataclasses
 import functools
 import itertools
 import os
-from typing import (Any, Dict, FrozenSet, Iterable, List, NamedTuple, Optional,
-                    Sequence, Tuple, Union)
+from typing import (Any, Callable, Dict, FrozenSet, Iterable, List,
+                    NamedTuple, Optional, Sequence, Tuple, Union)
 
 from absl import logging
 import numpy as np
 
 from csl_jax.errors import InputError
 from csl_jax.files import read_text
+from csl_jax.qcfg.rules import nt_index
 
 _SYNTAX = ("->", "|")
 
@@ -176,9 +177,49 @@ class OutputCFG:
     Each repeated id costs up to one CKY run per allowed category, and
     several repeated ids one run per combination of their surviving options.
     """
+    from csl_jax.qcfg import cfg_kernel  # Lazily: numba is slow to import.
     goal = self._category_mask(category)
-    top = self._search(tokens, is_slot, slot_categories, slot_ids, goal)
-    return bool((top & goal).any())
+    codes, masks, groups = self._encode(tokens, is_slot, slot_categories,
+                                        slot_ids)
+    repeated = [pos for pos in groups.values() if len(pos) > 1]
+    off = np.zeros(len(repeated) + 1, np.int64)
+    np.cumsum([len(pos) for pos in repeated], out=off[1:])
+    flat = np.array([i for pos in repeated for i in pos], np.int64)
+    g = self._tables.grammar
+    # Writable: a read-only array is another numba type (another compile).
+    masks = np.require(masks, np.bool_, ["C", "W"])
+    return bool(cfg_kernel.recognize_with_slots(
+        codes, flat, off, masks, goal, g.num_categories, g.num_symbols,
+        g.lex_start, g.lex_sym, g.clo_start, g.clo_sym, g.bin_start,
+        g.bin_right, g.bin_parent))
+
+  def nt_slot_recognizer(self, category: Categories = None
+                         ) -> Callable[[Sequence[str]], bool]:
+    """`recognizes_with_slots` for token sequences whose slots are NT_k
+    tokens (slot id k: repeated NTs take one category), everything but the
+    CKY done once: the induction asks it of ~10^5 rule targets."""
+    from csl_jax.qcfg import cfg_kernel  # Lazily: numba is slow to import.
+    g = self._tables.grammar
+    args = (np.require(self._tables.any_slot_masks, np.bool_, ["C", "W"]),
+            self._category_mask(category), g.num_categories, g.num_symbols,
+            g.lex_start, g.lex_sym, g.clo_start, g.clo_sym, g.bin_start,
+            g.bin_right, g.bin_parent)
+    codes = {t: c for t, c in self._tables.terminal_index.items()
+             if not nt_index(t)}
+
+    def code(token: str) -> int:
+      k = nt_index(token)
+      codes[token] = -2 - k if k else cfg_kernel.UNKNOWN_TERMINAL
+      return codes[token]
+
+    def recognizes(tokens: Sequence[str]) -> bool:
+      if isinstance(tokens, str):
+        raise TypeError("tokens must be a sequence of strings, not a str")
+      raw = np.array([codes[t] if t in codes else code(t) for t in tokens],
+                     np.int64)
+      return bool(cfg_kernel.recognize_slot_ids(raw, *args))
+
+    return recognizes
 
   def derivable_categories(
       self, tokens: Sequence[str], is_slot: Optional[Sequence[bool]] = None,
@@ -188,27 +229,25 @@ class OutputCFG:
     top = self._search(tokens, is_slot, slot_categories, slot_ids, None)
     return frozenset(c for c, ok in zip(self.categories, top) if ok)
 
-  def _search(self, tokens, is_slot, slot_categories, slot_ids,
-              goal: Optional[np.ndarray]) -> np.ndarray:
-    """Union over slot assignments of the categories deriving the tokens.
-
-    With a goal it may stop early, once a goal category is found.
-    """
+  def _encode(self, tokens, is_slot, slot_categories, slot_ids
+              ) -> Tuple[np.ndarray, np.ndarray, Dict[int, List[int]]]:
+    """Kernel codes of the tokens (slots `slot_code(0)`), the slot masks
+    (row 0: the categories a slot may take) and the positions of each slot
+    id."""
     from csl_jax.qcfg import cfg_kernel  # Lazily: numba is slow to import.
     if isinstance(tokens, str):
       raise TypeError("tokens must be a sequence of strings, not a str")
     tables, n = self._tables, len(tokens)
+    masks = tables.any_slot_masks
     if is_slot is None and slot_ids is None and slot_categories is None:
       codes = np.fromiter(
           (tables.terminal_index.get(t, cfg_kernel.UNKNOWN_TERMINAL)
            for t in tokens), np.int64, n)
-      return cfg_kernel.top_categories(tables.grammar, codes,
-                                       tables.any_slot_masks)
+      return codes, masks, {}
     is_slot = [False] * n if is_slot is None else is_slot
     slot_ids = [-1] * n if slot_ids is None else slot_ids
     if len(is_slot) != n or len(slot_ids) != n:
       raise ValueError("tokens, is_slot and slot_ids differ in length")
-    masks = tables.any_slot_masks
     if slot_categories is not None:
       masks = masks.copy()
       masks[0] = self._category_mask(list(slot_categories))
@@ -224,6 +263,18 @@ class OutputCFG:
       else:
         codes[i] = tables.terminal_index.get(token,
                                              cfg_kernel.UNKNOWN_TERMINAL)
+    return codes, masks, groups
+
+  def _search(self, tokens, is_slot, slot_categories, slot_ids,
+              goal: Optional[np.ndarray]) -> np.ndarray:
+    """Union over slot assignments of the categories deriving the tokens.
+
+    With a goal it may stop early, once a goal category is found.
+    """
+    from csl_jax.qcfg import cfg_kernel  # Lazily: numba is slow to import.
+    tables = self._tables
+    codes, masks, groups = self._encode(tokens, is_slot, slot_categories,
+                                        slot_ids)
 
     def run(fixed: Sequence[Tuple[List[int], int]]) -> np.ndarray:
       trial = codes.copy()

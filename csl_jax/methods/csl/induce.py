@@ -26,15 +26,12 @@ def target_checker(cfg: OutputCFG):
   """A rule's target must be derivable from some output-CFG category with
   its NTs replaced by categories (repeated NTs by the same one)."""
   cache = {}
+  recognizes = cfg.nt_slot_recognizer(cfg.categories)
 
   def ok(rule: Rule) -> bool:
     found = cache.get(rule.target)
     if found is None:
-      ids = [nt_index(t) or -1 for t in rule.target]
-      found = cfg.recognizes_with_slots(
-          rule.target, [i > 0 for i in ids], slot_ids=ids,
-          category=cfg.categories)
-      cache[rule.target] = found
+      found = cache[rule.target] = recognizes(rule.target)
     return found
 
   return ok
