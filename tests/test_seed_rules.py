@@ -51,6 +51,16 @@ def test_ibm1_matches_naive_em(seed):
   assert len(model.keys) == len(want)
 
 
+@pytest.mark.parametrize("size", [7, 100, 1 << 21])
+def test_unique_ids_as_numpy_unique(size):
+  # Both ways (a table over the ids' range, and a sort for large ranges).
+  ids = np.random.default_rng(size).integers(0, size, 500)
+  keys, inverse = ibm1._unique(ids, size)  # pylint: disable=protected-access
+  want_keys, want_inverse = np.unique(ids, return_inverse=True)
+  np.testing.assert_array_equal(keys, want_keys)
+  np.testing.assert_array_equal(inverse, want_inverse)
+
+
 def test_ibm1_probabilities_sum_to_one_per_source_word():
   model = ibm1.train_ibm1(_random_corpus(3), num_iterations=5)
   for e in model.src_vocab:

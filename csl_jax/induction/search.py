@@ -244,7 +244,11 @@ class Inducer:
     # What each distinct added rule makes redundant.
     additions = sorted({r3 for ps in proposals.values() for r3 in ps},
                        key=_key)
-    removals: Dict[Rule, List[int]] = {}
+    # Additions as ids len(grammar) + a: the rules each one makes
+    # redundant, and the additions that can replace each rule.
+    removals: Dict[int, List[int]] = {}
+    replaced_by: Dict[int, set] = {}
+    addition_id = {r3: len(grammar) + a for a, r3 in enumerate(additions)}
     wide = checker
     if additions:
       wide = RuleChecker(grammar + additions, self.config.max_nts,
@@ -264,27 +268,30 @@ class Inducer:
           exclude=targets)
       # Rules j in ascending order, so each removal list is ascending.
       for j, ok in zip(targets, answers):
-        for extra, yes in zip(by_rule[j], ok.tolist()):
-          if yes:
-            removals.setdefault(additions[extra - len(grammar)],
-                                []).append(j)
+        yes = np.asarray(by_rule[j])[ok].tolist()
+        for extra in yes:
+          removals.setdefault(extra, []).append(j)
+        if j in proposals:
+          replaced_by[j] = set(yes)
 
     # Each rule's best improving action. (An added rule's delta is the
-    # same for every rule it replaces: computed once.)
-    deltas = {r3: cost(r3) - sum(cost(grammar[j]) for j in gone)
-              for r3, gone in removals.items()}
-    gone_sets = {r3: set(gone) for r3, gone in removals.items()}
+    # same for every rule it replaces: computed once; sum adds in order.)
+    grammar_cost = [cost(r) for r in grammar]
+    deltas = {a: cost(additions[a - len(grammar)])
+                 - sum(map(grammar_cost.__getitem__, gone))
+              for a, gone in removals.items()}
     actions: Dict[str, Tuple[float, Optional[Rule], Tuple[int, ...]]] = {}
     for i, rule in enumerate(grammar):
       if removable[i]:
-        actions[_key(rule)] = (-cost(rule), None, (i,))
+        actions[_key(rule)] = (-grammar_cost[i], None, (i,))
         continue
       best = None
       for r3 in proposals.get(i, ()):
-        if i not in gone_sets.get(r3, ()):
+        a = addition_id[r3]
+        if a not in replaced_by.get(i, ()):
           continue
-        gone = removals[r3]
-        delta = deltas[r3]
+        gone = removals[a]
+        delta = deltas[a]
         if delta < 0 and (best is None or (delta, _key(r3)) < best[:2]):
           best = (delta, _key(r3), r3, tuple(gone))
       if best is not None:
