@@ -52,6 +52,26 @@ def test_kernels_match_twin(rules, queries):
     assert _same(kernel.supersets(*args), reference.supersets(*args))
 
 
+@hypothesis.settings(max_examples=100, deadline=None)
+@hypothesis.given(st.lists(st.sets(st.integers(0, NUM_TERMS - 1), min_size=1,
+                                   max_size=NUM_TERMS),
+                           min_size=1, max_size=300),
+                  st.lists(st.sets(st.integers(0, NUM_TERMS - 1), min_size=1,
+                                   max_size=3), min_size=1, max_size=8))
+def test_supersets_of_common_terms_match_twin(rules, queries):
+  # Hundreds of rules over 6 terms: most terms are in more rules than
+  # 2 bits a word of a rule bitset, the kernel's bitset path.
+  flat, off = _csr(rules)
+  owner = np.repeat(np.arange(len(rules)), np.diff(off))
+  order = np.argsort(flat, kind="stable")
+  post_off = np.zeros(NUM_TERMS + 1, np.int64)
+  post_off[1:] = np.cumsum(np.bincount(flat, minlength=NUM_TERMS))
+  q_flat, q_off = _csr(queries)
+  args = (flat, off, owner[order].astype(np.int64), post_off, q_flat, q_off,
+          NUM_TERMS)
+  assert _same(kernel.supersets(*args), reference.supersets(*args))
+
+
 tokens = st.sampled_from(["a", "b", "c", "NT_1"])
 rules = st.builds(lambda s, t: Rule(tuple(s), tuple(t)),
                   st.lists(tokens, min_size=1, max_size=4),
