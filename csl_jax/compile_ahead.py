@@ -5,10 +5,9 @@ numba compiles one kernel at a time in a process, so on a first run every
 stage paid its own compile one after the other (BENCHMARKS "Issue 17 →
 COGS fit, peak memory per stage, and the first run again"). Every kernel
 is `cache=True`: what the side process compiles, the stages load from disk.
-The side process takes the induction's kernels in the reverse of the order
-the induction meets them (the two meet in the middle), then the pruning
-forests', the parser's and the sampler's. With a warm cache nothing is
-started.
+The side process takes the kernels the induction meets late (the two meet
+in the middle), then the parser's and the sampler's. With a warm cache
+nothing is started.
 
   python -m csl_jax.compile_ahead   (what `start` runs)
 """
@@ -36,38 +35,30 @@ def start() -> Optional[subprocess.Popen]:
       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def _induction_kernels() -> None:
-  """The kernels an induction step meets last, latest first, through the
-  search's own classes (the same argument types): removal charts, superset
-  queries, occurrence counts. The search compiles its earlier ones itself
-  (derivability, subset queries, UNIFY) meanwhile."""
+def main() -> None:
+  """Runs each kernel once on tiny inputs, through the stages' own classes
+  (the same argument types). The order is the first run's measured
+  timeline (BENCHMARKS "Issue 17 → First run, session 15"): the search
+  compiles derivability, subset queries, UNIFY and occurrence counts
+  itself, one after the other from its first step, and meets the removal
+  charts, superset queries and pruning forests after them; the side
+  process has those ready by then, then the parser's and the sampler's."""
   # pylint: disable=g-import-not-at-top
   from csl_jax.induction import derivability
-  from csl_jax.induction import statistics
+  from csl_jax.induction import prune
   from csl_jax.induction import terminal_index
+  from csl_jax.sampling import sampler
   from csl_jax.testing import models
   # pylint: enable=g-import-not-at-top
   rules = models.TOY_RULES
   checker = derivability.RuleChecker(rules, 2, derivability.Encoder())
   checker.enable(rules)
   checker.rules_derivable_each(rules[:1], [[1]], [-1])
+  prune.prune_and_cover(rules, [(["walk", "twice"], ["W", "W"])], 2,
+                        lambda rule: 1.0)
   index = terminal_index.TerminalIndex(rules, terminal_index.TermIds())
   index.supersets(rules[2:])
-  stats = statistics.PairStatistics([(["walk", "twice"], ["W", "W"])])
-  stats.counts(("walk",), ("W",))
-
-
-def main() -> None:
-  """Runs each kernel once on tiny inputs with the argument types of the
-  CSL stages: the induction's late ones, the pruning forests (the
-  induction's end, and the fit's), parsing and sampling."""
-  from csl_jax.induction import prune  # pylint: disable=g-import-not-at-top
-  from csl_jax.sampling import sampler  # pylint: disable=g-import-not-at-top
-  from csl_jax.testing import models  # pylint: disable=g-import-not-at-top
-  _induction_kernels()
-  prune.prune_and_cover(models.TOY_RULES, [(["walk", "twice"], ["W", "W"])],
-                        2, lambda rule: 1.0)
-  model = models.random_model(models.TOY_RULES, 0, 2)
+  model = models.random_model(rules, 0, 2)
   model.parse(["walk twice and run", "run"])
   sampler.sample(model, 50, sampler.SampleConfig(max_depth=3))
 

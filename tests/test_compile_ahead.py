@@ -2,7 +2,6 @@
 
 from csl_jax import compile_ahead
 from csl_jax.cky import qcfg_kernel
-from csl_jax.induction import statistics_kernel
 from csl_jax.induction import terminal_index_kernel
 from csl_jax.induction.search import InductionConfig, Inducer
 from csl_jax.testing import toy_language
@@ -19,7 +18,7 @@ def test_an_induction_meets_no_other_signature_of_the_kernels_ahead():
   # argument types are the same: a new signature would compile again.
   compile_ahead.main()
   kernels = [qcfg_kernel.derivable_each, terminal_index_kernel.supersets,
-             statistics_kernel.pair_counts, qcfg_kernel.forest_batch]
+             qcfg_kernel.forest_batch]
   before = [set(k.signatures) for k in kernels]
   pairs = [(x.split(), y.split()) for x, y in toy_language.sentences()]
   Inducer(pairs, InductionConfig(
