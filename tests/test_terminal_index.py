@@ -21,6 +21,15 @@ def _csr(sets):
   return np.array([t for s in sets for t in sorted(s)], np.int64), off
 
 
+def _postings(flat, off):
+  """(post_flat, post_off): the rules with each term, ascending."""
+  owner = np.repeat(np.arange(len(off) - 1), np.diff(off))
+  order = np.argsort(flat, kind="stable")
+  post_off = np.zeros(NUM_TERMS + 1, np.int64)
+  post_off[1:] = np.cumsum(np.bincount(flat, minlength=NUM_TERMS))
+  return owner[order].astype(np.int64), post_off
+
+
 def _same(a, b):
   return a[0].tolist() == b[0].tolist() and a[1].tolist() == b[1].tolist()
 
@@ -29,11 +38,7 @@ def _same(a, b):
 @hypothesis.given(term_sets, term_sets)
 def test_kernels_match_twin(rules, queries):
   flat, off = _csr(rules)
-  owner = np.repeat(np.arange(len(rules)), np.diff(off))
-  order = np.argsort(flat, kind="stable")
-  post_off = np.zeros(NUM_TERMS + 1, np.int64)
-  post_off[1:] = np.cumsum(np.bincount(flat, minlength=NUM_TERMS))
-  post_flat = owner[order].astype(np.int64)
+  post_flat, post_off = _postings(flat, off)
   # keyed: each rule under its smallest term (the kernel allows any).
   keyed = [min(s) for s in rules if s]
   has = np.array([r for r, s in enumerate(rules) if s], np.int64)
@@ -62,13 +67,8 @@ def test_supersets_of_common_terms_match_twin(rules, queries):
   # Hundreds of rules over 6 terms: most terms are in more rules than
   # 2 bits a word of a rule bitset, the kernel's bitset path.
   flat, off = _csr(rules)
-  owner = np.repeat(np.arange(len(rules)), np.diff(off))
-  order = np.argsort(flat, kind="stable")
-  post_off = np.zeros(NUM_TERMS + 1, np.int64)
-  post_off[1:] = np.cumsum(np.bincount(flat, minlength=NUM_TERMS))
   q_flat, q_off = _csr(queries)
-  args = (flat, off, owner[order].astype(np.int64), post_off, q_flat, q_off,
-          NUM_TERMS)
+  args = (flat, off, *_postings(flat, off), q_flat, q_off, NUM_TERMS)
   assert _same(kernel.supersets(*args), reference.supersets(*args))
 
 
