@@ -38,11 +38,12 @@ def start() -> Optional[subprocess.Popen]:
 def main() -> None:
   """Runs each kernel once on tiny inputs, through the stages' own classes
   (the same argument types). The order is the first run's measured
-  timeline (BENCHMARKS "Issue 17 → First run, session 15"): the search
-  compiles derivability, subset queries, UNIFY and occurrence counts
-  itself, one after the other from its first step, and meets the removal
-  charts, superset queries and pruning forests after them; the side
-  process has those ready by then, then the parser's and the sampler's."""
+  timeline (BENCHMARKS "Issue 17 → COGS induction < 30 s, the first run
+  again"): the search compiles derivability, subset queries, UNIFY and
+  occurrence counts itself, one after the other from its first step, and
+  meets the removal charts, superset queries and pruning forests after
+  them; the side process has those ready by then, then the parser's and
+  the sampler's."""
   # pylint: disable=g-import-not-at-top
   from csl_jax.induction import derivability
   from csl_jax.induction import prune

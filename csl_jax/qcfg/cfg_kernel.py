@@ -227,27 +227,23 @@ def top_categories(grammar: CFGArrays, tokens: np.ndarray,
   slot_masks = np.require(slot_masks, np.bool_, ["C", "W"])
   if slot_masks.ndim != 2 or slot_masks.shape[1] != grammar.num_categories:
     raise ValueError(f"slot_masks must be [rows, {grammar.num_categories}]")
-  n, g = len(tokens), grammar
-  # A cell holds each symbol at most once, so `most` entries always suffice.
-  most = max(1, n * (n + 1) // 2 * g.num_symbols)
-  capacity = min(most, initial_capacity or 64 * (n + 1))
-  while True:
-    top, complete = cky_top_categories(
-        tokens, slot_masks, capacity, g.num_categories, g.num_symbols,
-        g.lex_start, g.lex_sym, g.clo_start, g.clo_sym, g.bin_start,
-        g.bin_right, g.bin_parent)
-    if complete:
-      return top
-    capacity = min(most, 4 * capacity)
+  g = grammar
+  return _top_grown(tokens, slot_masks, initial_capacity, g.num_categories,
+                    g.num_symbols, g.lex_start, g.lex_sym, g.clo_start,
+                    g.clo_sym, g.bin_start, g.bin_right, g.bin_parent)
 
 
 @numba.njit(cache=True)
-def _top_grown(tokens, slot_masks, num_categories, num_symbols, lex_start,
-               lex_sym, clo_start, clo_sym, bin_start, bin_right, bin_parent):
-  """`top_categories` inside numba: the chart grown until it fits."""
+def _top_grown(tokens, slot_masks, initial_capacity, num_categories,
+               num_symbols, lex_start, lex_sym, clo_start, clo_sym, bin_start,
+               bin_right, bin_parent):
+  """`cky_top_categories` with the chart grown until it fits (0: the
+  default first capacity)."""
   n = tokens.shape[0]
+  # A cell holds each symbol at most once, so `most` entries always suffice.
   most = max(1, n * (n + 1) // 2 * num_symbols)
-  capacity = min(most, 64 * (n + 1))
+  capacity = min(most, initial_capacity if initial_capacity > 0
+                 else 64 * (n + 1))
   while True:
     top, complete = cky_top_categories(
         tokens, slot_masks, capacity, num_categories, num_symbols, lex_start,
@@ -282,7 +278,8 @@ def recognize_with_slots(tokens, group_pos, group_off, slot_masks, goal,
   that still reach the goal; then every combination of those."""
   args = (num_categories, num_symbols, lex_start, lex_sym, clo_start,
           clo_sym, bin_start, bin_right, bin_parent)
-  if not _hits(_top_grown(tokens, slot_masks, *args), goal):
+  first = np.int64(0)  # typed, not a literal: one compiled _top_grown
+  if not _hits(_top_grown(tokens, slot_masks, first, *args), goal):
     return False
   num_groups = group_off.shape[0] - 1
   if num_groups == 0:
@@ -296,7 +293,7 @@ def recognize_with_slots(tokens, group_pos, group_off, slot_masks, goal,
         continue
       for p in range(group_off[q], group_off[q + 1]):
         trial[group_pos[p]] = -3 - c
-      found = _hits(_top_grown(trial, slot_masks, *args), goal)
+      found = _hits(_top_grown(trial, slot_masks, first, *args), goal)
       for p in range(group_off[q], group_off[q + 1]):
         trial[group_pos[p]] = tokens[group_pos[p]]
       if found:
@@ -314,7 +311,7 @@ def recognize_with_slots(tokens, group_pos, group_off, slot_masks, goal,
       c = options[q, pick[q]]
       for p in range(group_off[q], group_off[q + 1]):
         trial[group_pos[p]] = -3 - c
-    if _hits(_top_grown(trial, slot_masks, *args), goal):
+    if _hits(_top_grown(trial, slot_masks, first, *args), goal):
       return True
     q = num_groups - 1
     while q >= 0:
