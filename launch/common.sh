@@ -63,10 +63,14 @@ gcloud_location_flags() {
   if [[ -n "$PROJECT" ]]; then GCLOUD_FLAGS+=(--project="$PROJECT"); fi
 }
 
-# Quotes one word for display, leaving plain words bare.
+# Quotes one word for a shell (the display, and the workers' command
+# lines): plain words bare, others in double quotes where nothing inside
+# is special there, else in single quotes.
 quote() {
   if [[ "$1" =~ ^[A-Za-z0-9_./:=@,+%-]+$ ]]; then
     printf '%s' "$1"
+  elif [[ "$1" != *[\"\$\`\\!]* ]]; then
+    printf '"%s"' "$1"
   else
     printf "'%s'" "${1//\'/\'\\\'\'}"
   fi
@@ -96,4 +100,38 @@ require_gcloud() {
   if (( ! DRY_RUN )) && ! command -v gcloud > /dev/null; then
     die "gcloud not found (install the Google Cloud SDK, or use --dry_run)"
   fi
+}
+
+# TPU generations by accelerator type (v3-32, v5litepod-16, ...): sets
+# TPU_GENERATION (v2 v3 v4 v5e v5p v6e), TPU_CHIPS and TPU_RUNTIME, the
+# software version gcloud needs for it; returns 1 for an unknown type.
+# v2-v4 and v5p count TensorCores (two a chip), v5e and v6e count chips.
+tpu_generation() {
+  [[ "$1" =~ ^(v2|v3|v4|v5litepod|v5e|v5p|v6e)-([0-9]+)$ ]] || return 1
+  local kind="${BASH_REMATCH[1]}" count="${BASH_REMATCH[2]}"
+  case "$kind" in
+    v2|v3|v4) TPU_GENERATION="$kind"; TPU_RUNTIME="tpu-ubuntu2204-base"
+              TPU_CHIPS=$(( (count + 1) / 2 )) ;;
+    v5litepod|v5e) TPU_GENERATION="v5e"; TPU_RUNTIME="v2-alpha-tpuv5-lite"
+              TPU_CHIPS="$count" ;;
+    v5p) TPU_GENERATION="v5p"; TPU_RUNTIME="v2-alpha-tpuv5"
+         TPU_CHIPS=$(( (count + 1) / 2 )) ;;
+    v6e) TPU_GENERATION="v6e"; TPU_RUNTIME="v2-alpha-tpuv6e"
+         TPU_CHIPS="$count" ;;
+  esac
+}
+
+# HBM per chip in GiB, by generation.
+declare -A TPU_HBM_GIB=([v2]=16 [v3]=32 [v4]=32 [v5e]=16 [v5p]=95 [v6e]=32)
+
+# suggest_microbatches TYPE: T5X's trainer.Trainer.num_microbatches for
+# T5-Base at the papers' 2048 rows a batch on that slice (after
+# tpu_generation). A starting point, not a measurement: the papers' v3-32
+# holds the batch in 512 GiB of HBM, so a slice with less splits the batch
+# into the power of two that brings each part's share back to 512 GiB.
+# Prints 1 where no accumulation is needed.
+suggest_microbatches() {
+  local hbm=$(( TPU_CHIPS * TPU_HBM_GIB[$TPU_GENERATION] )) n=1
+  while (( n * hbm < 512 )); do n=$(( n * 2 )); done
+  echo "$n"
 }

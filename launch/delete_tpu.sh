@@ -2,13 +2,20 @@
 # Deletes a TPU VM made by create_tpu.sh (all its workers and their disks;
 # checkpoints under a gs:// MODEL_DIR stay), e.g.
 #   launch/delete_tpu.sh --name csl-v3-32 --zone europe-west4-a [--dry_run]
-# Also removes the local tarball setup_tpu.sh made.
+# With --queued, deletes the queued resource create_tpu.sh --queued made,
+# and its TPU VM with it (a queued resource holds its slice, and is billed,
+# until it is deleted). Also removes the local tarball setup_tpu.sh made.
 
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+
+QUEUED=0
+QUEUED_ID=""
 
 usage() {
   cat <<USAGE
 Usage: $0 [flags]
+  --queued          delete the queued resource (and its TPU VM)
+  --queued_id ID    the queued resource's name (default: --name)
 $COMMON_USAGE
 USAGE
 }
@@ -17,12 +24,25 @@ while (( $# )); do
   parse_common_flag "$@"
   if (( SHIFT )); then shift "$SHIFT"; continue; fi
   case "$1" in
+    --queued) QUEUED=1; shift; continue ;;
     -h|--help) usage; exit 0 ;;
+  esac
+  split_flag "$@"
+  case "$FLAG" in
+    --queued_id) QUEUED_ID="$VALUE"; QUEUED=1 ;;
     *) usage >&2; die "unknown flag: $1" ;;
   esac
+  shift "$USED"
 done
 
 require_gcloud
 gcloud_location_flags
-run gcloud compute tpus tpu-vm delete "$TPU_NAME" "${GCLOUD_FLAGS[@]}" --quiet
+if (( QUEUED )); then
+  # --force deletes the resource's TPU VM first; without it gcloud refuses
+  # an ACTIVE queued resource.
+  run gcloud compute tpus queued-resources delete "${QUEUED_ID:-$TPU_NAME}" \
+    "${GCLOUD_FLAGS[@]}" --force --quiet
+else
+  run gcloud compute tpus tpu-vm delete "$TPU_NAME" "${GCLOUD_FLAGS[@]}" --quiet
+fi
 run rm -f "${TMPDIR:-/tmp}/csl_jax-$TPU_NAME.tar.gz"

@@ -1,6 +1,7 @@
 """The TPU launch scripts in --dry_run mode: the commands they would run."""
 
 import os
+import shlex
 import subprocess
 
 import pytest
@@ -34,9 +35,138 @@ def test_train_runs_t5x_on_all_workers():
   assert "scan_addprim_jump_csl_mixture" in out.stdout
 
 
+def _commands(out):
+  """The printed commands (lines after "+ "), each split into its words."""
+  return [shlex.split(line[2:]) for line in out.stdout.splitlines()
+          if line.startswith("+ ")]
+
+
+def _remote(out):
+  """The worker's command line train.sh prints, split into its words."""
+  lines = out.stdout.splitlines()
+  start = lines.index("  REMOTE (run on each worker):") + 1
+  return shlex.split(lines[start].strip())
+
+
+@pytest.mark.parametrize("accelerator_type, given, image, microbatches", [
+    ("v3-32", "v3-32", "tpu-ubuntu2204-base", None),
+    ("v4-8", "v4-8", "tpu-ubuntu2204-base", 4),
+    ("v5litepod-16", "v5litepod-16", "v2-alpha-tpuv5-lite", 2),
+    ("v5e-8", "v5litepod-8", "v2-alpha-tpuv5-lite", 4),  # gcloud's name
+    ("v5p-8", "v5p-8", "v2-alpha-tpuv5", 2),
+    ("v6e-16", "v6e-16", "v2-alpha-tpuv6e", None),
+])
+def test_create_picks_the_runtime_image_by_generation(
+    accelerator_type, given, image, microbatches):
+  out = run("create_tpu.sh", "--name", "csl", "--zone", "z", "--project",
+            "p", "--accelerator_type", accelerator_type, "--dry_run")
+  assert out.returncode == 0, out.stderr
+  assert _commands(out) == [[
+      "gcloud", "compute", "tpus", "tpu-vm", "create", "csl", "--zone=z",
+      "--project=p", f"--accelerator-type={given}", f"--version={image}"]]
+  if microbatches:
+    assert f"--num_microbatches {microbatches} " in out.stdout
+  else:
+    assert "without microbatches" in out.stdout
+
+
+@pytest.mark.parametrize("accelerator_type, given, image", [
+    ("v4-32", "v4-32", "tpu-ubuntu2204-base"),
+    ("v5e-16", "v5litepod-16", "v2-alpha-tpuv5-lite"),
+    ("v5p-16", "v5p-16", "v2-alpha-tpuv5"),
+    ("v6e-8", "v6e-8", "v2-alpha-tpuv6e"),
+])
+def test_queued_create_status_and_delete(accelerator_type, given, image):
+  flags = ["--name", "csl", "--zone", "us-east5-b", "--dry_run"]
+  out = run("create_tpu.sh", *flags, "--accelerator_type", accelerator_type,
+            "--queued", "--spot")
+  assert out.returncode == 0, out.stderr
+  assert _commands(out) == [[
+      "gcloud", "compute", "tpus", "queued-resources", "create", "csl",
+      "--node-id=csl", "--zone=us-east5-b", f"--accelerator-type={given}",
+      f"--runtime-version={image}", "--spot"]]
+  assert "launch/status_tpu.sh --queued --name csl" in out.stdout
+  out = run("status_tpu.sh", *flags, "--queued")
+  assert out.returncode == 0, out.stderr
+  assert _commands(out) == [[
+      "gcloud", "compute", "tpus", "queued-resources", "describe", "csl",
+      "--zone=us-east5-b", "--format=value(state.state)"]]
+  out = run("delete_tpu.sh", *flags, "--queued")
+  assert out.returncode == 0, out.stderr
+  assert _commands(out)[0] == [
+      "gcloud", "compute", "tpus", "queued-resources", "delete", "csl",
+      "--zone=us-east5-b", "--force", "--quiet"]
+
+
+def test_queued_id_and_version_override():
+  out = run("create_tpu.sh", "--name", "node", "--zone", "z", "--dry_run",
+            "--accelerator_type", "v6e-8", "--queued_id", "qr",
+            "--version", "v2-alpha-tpuv6e-next")
+  assert out.returncode == 0, out.stderr
+  (command,) = _commands(out)
+  assert command[4:7] == ["create", "qr", "--node-id=node"]
+  assert "--runtime-version=v2-alpha-tpuv6e-next" in command
+  out = run("status_tpu.sh", "--name", "node", "--zone", "z", "--dry_run",
+            "--queued_id", "qr", "--full")
+  assert _commands(out) == [["gcloud", "compute", "tpus", "queued-resources",
+                             "describe", "qr", "--zone=z"]]
+  out = run("status_tpu.sh", "--name", "node", "--zone", "z", "--dry_run")
+  assert _commands(out)[0][3:6] == ["tpu-vm", "describe", "node"]
+
+
+def test_unknown_accelerator_type_is_one_line_exit_2():
+  out = run("create_tpu.sh", "--accelerator_type", "v9x-8", "--dry_run")
+  assert out.returncode == 2 and not out.stdout
+  assert out.stderr.count("\n") == 1
+  assert "v9x-8: unknown TPU type" in out.stderr
+  # An explicit --version needs no known type.
+  out = run("create_tpu.sh", "--accelerator_type", "v9x-8", "--version",
+            "some-image", "--dry_run")
+  assert out.returncode == 0, out.stderr
+  assert "--version=some-image" in out.stdout
+
+
+def test_train_quotes_paths_with_spaces():
+  out = run("train.sh", "--name", "csl", "--zone", "z",
+            "--data", "gs://b/my data", "--model_dir", "gs://b/runs/my run",
+            "--mixture", "scan_addprim_jump_csl_mixture",
+            "--input_prefix", "semanticparse: ", "--num_microbatches", "4",
+            "--gin", "EVAL_SPLIT='dev'", "--dry_run")
+  assert out.returncode == 0, out.stderr
+  words = _remote(out)
+  assert words[:3] == ["cd", "~/csl_jax", "&&"]
+  assert "CSL_JAX_DATA=gs://b/my data" in words
+  assert "CSL_JAX_INPUT_PREFIX=semanticparse: " in words
+  assert "--gin.MODEL_DIR='gs://b/runs/my run'" in words
+  assert ("--gin.MIXTURE_OR_TASK_NAME='scan_addprim_jump_csl_mixture'"
+          in words)
+  assert "--gin.trainer.Trainer.num_microbatches=4" in words
+  assert "--gin.EVAL_SPLIT='dev'" in words
+  assert "~/csl_my_run.log" in words  # the log name without the space
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--data", "data", "--model_dir", "gs://b/x"], "--data data: not a gs://"),
+    (["--data", "gs://b/d,/local", "--model_dir", "gs://b/x"],
+     "--data /local: not a gs://"),
+    (["--data", "gs://b/d", "--model_dir", "runs/x"],
+     "--model_dir runs/x: not a gs://"),
+    (["--data", "gs://b/d", "--model_dir", "gs://b/x", "--spm", "nope.model"],
+     "--spm nope.model: neither a gs:// path"),
+    (["--data", "gs://b/d", "--model_dir", "gs://b/x",
+      "--num_microbatches", "two"], "not a positive integer"),
+])
+def test_train_rejects_paths_a_pod_cannot_share(args, message):
+  out = run("train.sh", "--name", "csl", "--zone", "z", *args, "--dry_run")
+  assert out.returncode == 2 and not out.stdout
+  assert out.stderr.count("\n") == 1 and message in out.stderr
+
+
 @pytest.mark.parametrize("args", [
     ["--dry_run", "--name"],  # a flag without its value
     ["--name", "csl", "--zone", "z", "--bogus", "--dry_run"],
 ])
-def test_bad_flags_exit_2(args):
-  assert run("create_tpu.sh", *args).returncode == 2
+@pytest.mark.parametrize("script", ["create_tpu.sh", "delete_tpu.sh",
+                                    "status_tpu.sh"])
+def test_bad_flags_exit_2(script, args):
+  assert run(script, *args).returncode == 2
