@@ -2,7 +2,9 @@
 
 For a dataset NAME whose synthetic training pairs come from augmentation
 methods m (csl, geca, csl_random_50000, ...), `register_dataset` registers
-  NAME                the original splits DATA_DIR/{train,dev,test,gen}.tsv
+  NAME                the original splits DATA_DIR/{train,dev,test,gen}.tsv,
+                      and "validation", T5X's evaluation split during
+                      training: dev.tsv where there is one, else test.tsv
   NAME_reversed       the same files with inputs and targets swapped
                       (program -> utterance), e.g. for backtranslation
   NAME_<m>_synthetic  method m's synthetic pairs, as a "train" split
@@ -22,7 +24,10 @@ that `csl-jax augment --out RUN` writes:
   RUN/<m>/<selector>_<k>/synthetic.tsv method m_<selector>_<k>, a subset
 Paths are local or gs:// (read with tf.io.gfile). Files hold
 `input<TAB>output` lines (UTF-8); a malformed line fails the input pipeline
-with an InvalidArgumentError naming the file and line.
+with an InvalidArgumentError naming the file and line. An input prefix
+(`input_prefix`, or $CSL_JAX_INPUT_PREFIX when registering), e.g. Shaw et
+al.'s "semanticparse: ", goes before every input of NAME and the synthetic
+tasks (not NAME_reversed, whose inputs are programs).
 """
 
 import os
@@ -42,12 +47,18 @@ PathLike = Union[str, os.PathLike]
 RateOrRates = Union[seqio.MixtureRate, Mapping[str, seqio.MixtureRate]]
 
 DEFAULT_SPLITS = ("train", "dev", "test", "gen")  # gen: COGS
+# T5X's default evaluation split, an alias of the first of these that exists:
+# a held-out dev set where the dataset has one (COGS, GeoQuery's template
+# and length splits), else test (SCAN, GeoQuery's standard split).
+VALIDATION = "validation"
+VALIDATION_SOURCES = ("dev", "test")
 CSL = "csl"  # The method `synthetic_tsv` and the older layouts stand for.
 SYNTHETIC_SUFFIX = "_csl_synthetic"
 MIXTURE_SUFFIX = "_csl_mixture"
 ALL_MIXTURE_SUFFIX = "_all_mixture"
 REVERSED_SUFFIX = "_reversed"
 ENV_DATA = "CSL_JAX_DATA"
+ENV_INPUT_PREFIX = "CSL_JAX_INPUT_PREFIX"
 RUN_DATA_DIR = "data"  # RUN/data/<split>.tsv
 SYNTHETIC_FILE = "synthetic.tsv"  # RUN/<method>[/<selector>]/synthetic.tsv
 # Method csl's pairs in a flat dataset directory or an older run, in order.
@@ -114,19 +125,37 @@ def swap_inputs_targets(ex):
   return {"inputs": ex["targets"], "targets": ex["inputs"]}
 
 
+def prefix_inputs(prefix: str):
+  """A preprocessor that puts `prefix` before every input text."""
+
+  @seqio.map_over_dataset
+  def add_prefix(ex):
+    return {**ex, "inputs": tf.strings.join([prefix, ex["inputs"]])}
+
+  return add_prefix
+
+
+def _input_prefix(input_prefix: Optional[str]) -> str:
+  if input_prefix is None:
+    return os.environ.get(ENV_INPUT_PREFIX, "")
+  return input_prefix
+
+
 def _replace_task(name, split_to_path, vocabulary, metric_fns,
-                  reverse=False):
+                  reverse=False, input_prefix=""):
   features = {key: seqio.Feature(vocabulary, add_eos=True)
               for key in ("inputs", "targets")}
   # Swapping after parse_tsv reads the very same files as the original.
-  swap = [swap_inputs_targets] if reverse else []
+  text_steps = [swap_inputs_targets] if reverse else []
+  if input_prefix:
+    text_steps.append(prefix_inputs(input_prefix))
   # Remove first so reloading a module that registers does not crash.
   seqio.TaskRegistry.remove(name)
   seqio.TaskRegistry.add(
       name,
       source=seqio.FileDataSource(_read_numbered_lines, split_to_path),
       output_features=features,
-      preprocessors=[parse_tsv] + swap + [
+      preprocessors=[parse_tsv] + text_steps + [
           seqio.preprocessors.tokenize,
           seqio.CacheDatasetPlaceholder(),
           seqio.preprocessors.append_eos_after_trim,
@@ -168,6 +197,7 @@ def register_dataset(
     metric_fns=(metrics.exact_match,),
     synthetic: Optional[Mapping[str, PathLike]] = None,
     all_methods: Optional[Sequence[str]] = None,
+    input_prefix: Optional[str] = None,
 ) -> RegisteredNames:
   """Registers NAME, NAME_reversed and NAME_<m>_{synthetic,mixture} per method.
 
@@ -177,7 +207,8 @@ def register_dataset(
   Args:
     name: task name, e.g. "scan_addprim_jump" (letters, digits, `_.:`).
     data_dir: directory (local or gs://) with `<split>.tsv` files.
-    splits: the splits to register, those whose file exists.
+    splits: the splits to register, those whose file exists; VALIDATION
+      is added as the first of VALIDATION_SOURCES among them.
     synthetic_tsv: file (or glob) of method csl's synthetic pairs, e.g.
       `<run>/csl/synthetic.tsv`: the same as `synthetic={"csl": ...}`.
     vocabulary: defaults to `vocab.get_vocabulary()`.
@@ -194,6 +225,9 @@ def register_dataset(
       NAME_all_mixture. NAME gets `original_rate` and each of the n methods
       its synthetic rate / n, so original:synthetic is as in the methods'
       own mixtures.
+    input_prefix: text put before every input of NAME and the synthetic
+      tasks, e.g. "semanticparse: "; defaults to $CSL_JAX_INPUT_PREFIX
+      (none when unset).
 
   Returns:
     The registered names.
@@ -232,19 +266,26 @@ def register_dataset(
   if not split_to_path:
     raise ValueError(f"{data_dir}: none of "
                      f"{', '.join(s + '.tsv' for s in splits)} exists")
+  held_out = [s for s in VALIDATION_SOURCES if s in split_to_path]
+  if held_out and VALIDATION not in split_to_path:
+    split_to_path[VALIDATION] = split_to_path[held_out[0]]
+  input_prefix = _input_prefix(input_prefix)
 
   vocabulary = vocabulary or vocab_lib.get_vocabulary()
   unregister_dataset(name)  # Drops methods the new registration lacks.
-  _replace_task(name, split_to_path, vocabulary, metric_fns)
+  _replace_task(name, split_to_path, vocabulary, metric_fns,
+                input_prefix=input_prefix)
   reversed_name = name + REVERSED_SUFFIX
   _replace_task(reversed_name, split_to_path, vocabulary, metric_fns,
                 reverse=True)
-  logging.info("Registered SeqIO tasks %s, %s: %s", name, reversed_name,
-               split_to_path)
+  logging.info("Registered SeqIO tasks %s, %s: %s%s", name, reversed_name,
+               split_to_path,
+               f" (input prefix {input_prefix!r})" if input_prefix else "")
   registered = {}
   for method, path in methods.items():
     task, mixture = f"{name}_{method}_synthetic", f"{name}_{method}_mixture"
-    _replace_task(task, {"train": path}, vocabulary, metric_fns)
+    _replace_task(task, {"train": path}, vocabulary, metric_fns,
+                  input_prefix=input_prefix)
     _replace_mixture(mixture, [(name, original_rate), (task, rates[method])])
     registered[method] = (task, mixture)
   all_mixture = None
@@ -342,6 +383,7 @@ def register_run(
     original_rate: seqio.MixtureRate = 1.0,
     synthetic_rate: RateOrRates = 1.0,
     metric_fns=(metrics.exact_match,),
+    input_prefix: Optional[str] = None,
 ) -> RegisteredNames:
   """Registers an `augment --out RUN` directory: RUN/data and each method.
 
@@ -349,8 +391,8 @@ def register_run(
     run_dir: the run directory, local or gs:// (module docstring).
     name: the dataset name; defaults to `task_name(run_dir)`, the
       directory's basename.
-    splits, vocabulary, original_rate, synthetic_rate, metric_fns: as for
-      `register_dataset`.
+    splits, vocabulary, original_rate, synthetic_rate, metric_fns,
+      input_prefix: as for `register_dataset`.
 
   Returns:
     The registered names: NAME_all_mixture mixes the methods proper, not
@@ -362,7 +404,7 @@ def register_run(
       name or task_name(run_dir), _join(run_dir, RUN_DATA_DIR), splits,
       vocabulary=vocabulary, original_rate=original_rate,
       synthetic_rate=synthetic_rate, metric_fns=metric_fns,
-      synthetic=methods, all_methods=proper)
+      synthetic=methods, all_methods=proper, input_prefix=input_prefix)
 
 
 def register_from_env(roots: Optional[str] = None,

@@ -106,7 +106,8 @@ def test_run_registers_every_method_and_selector(run):
       "t_run_all_mixture"}
   assert {n for n in _registered() if n.startswith("t_run")} == set(
       run.task_names() + run.mixture_names())
-  assert set(seqio.get_mixture_or_task("t_run").splits) == {"train", "test"}
+  assert set(seqio.get_mixture_or_task("t_run").splits) == {
+      "train", "test", "validation"}  # validation: test, without a dev set
   # Each method's task reads its own synthetic.tsv, and nothing else.
   for method, prefix in (("csl", "csl"), ("csl_random_4", "rand"),
                          ("geca", "geca")):
@@ -231,7 +232,7 @@ def test_run_without_methods(tmp_path):
     names = registry.register_run(tmp_path / "t_bare", vocabulary=BYTES)
     assert names == ("t_bare", None, None, "t_bare_reversed", {}, None)
     assert list(seqio.get_mixture_or_task("t_bare_reversed").splits) == [
-        "dev"]
+        "dev", "validation"]
   finally:
     registry.unregister_dataset("t_bare")
   with pytest.raises(ValueError, match="none of train.tsv"):

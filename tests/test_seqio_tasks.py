@@ -76,7 +76,9 @@ def test_names_and_splits(dataset):
   assert names.methods == {"csl": names[1:3]}
   assert (names.reversed, names.all_mixture) == ("t_scan_reversed",
                                                  "t_scan_all_mixture")
-  assert set(seqio.get_mixture_or_task("t_scan").splits) == {"train", "test"}
+  # T5X's "validation": test here (no dev.tsv).
+  assert set(seqio.get_mixture_or_task("t_scan").splits) == {
+      "train", "test", "validation"}
   assert list(seqio.get_mixture_or_task("t_scan_csl_synthetic").splits) == [
       "train"]
 
@@ -103,6 +105,50 @@ def test_mixture_eval_split_is_the_original_test_split(dataset):
   _, _, test, _ = dataset
   got = _texts("t_scan_csl_mixture", "test", shuffle=False, num_epochs=1)
   assert sorted(text for text, _ in got) == sorted(i for i, _ in test)
+
+
+def test_validation_is_dev_where_there_is_one(tmp_path):
+  pairs = _scan_like()
+  write_pairs(tmp_path / "train.tsv", pairs[:10])
+  write_pairs(tmp_path / "dev.tsv", pairs[10:13])
+  write_pairs(tmp_path / "test.tsv", pairs[13:20])
+  registry.register_dataset("t_dev", tmp_path,
+                            vocabulary=seqio.ByteVocabulary())
+  try:
+    assert set(seqio.get_mixture_or_task("t_dev").splits) == {
+        "train", "dev", "test", "validation"}
+    got = _texts("t_dev", "validation", shuffle=False)
+    assert sorted(text for text, _ in got) == sorted(i for i, _ in pairs[10:13])
+  finally:
+    registry.unregister_dataset("t_dev")
+
+
+def test_input_prefix_goes_before_every_input(tmp_path, monkeypatch):
+  pairs = _scan_like()
+  write_pairs(tmp_path / "train.tsv", pairs[:5])
+  syn = write_pairs(tmp_path / "synthetic.tsv", pairs[5:10])
+  prefix = "semanticparse: "
+  monkeypatch.setenv(registry.ENV_INPUT_PREFIX, prefix)
+  try:
+    for kwargs in ({}, {"input_prefix": prefix}):  # The env, the argument.
+      registry.register_dataset("t_prefix", tmp_path, synthetic_tsv=syn,
+                                vocabulary=seqio.ByteVocabulary(), **kwargs)
+      vocabulary = seqio.ByteVocabulary()
+      for name, want in (("t_prefix", pairs[:5]),
+                         ("t_prefix_csl_synthetic", pairs[5:10])):
+        got = {(text, vocabulary.decode(ex["targets"].tolist()))
+               for text, ex in _texts(name, "train", shuffle=False)}
+        assert got == {(prefix + x, y) for x, y in want}
+      # Backtranslation's inputs are programs: no parsing prefix.
+      got = {text for text, _ in _texts("t_prefix_reversed", "train",
+                                         shuffle=False)}
+      assert got == {y for _, y in pairs[:5]}
+    registry.register_dataset("t_prefix", tmp_path, input_prefix="",
+                              vocabulary=seqio.ByteVocabulary())
+    got = {text for text, _ in _texts("t_prefix", "train", shuffle=False)}
+    assert got == {x for x, _ in pairs[:5]}
+  finally:
+    registry.unregister_dataset("t_prefix")
 
 
 def test_original_task_decodes_back_to_the_tsv(dataset):
