@@ -10,12 +10,14 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 # jestimator, whose PyPI release breaks with current JAX), at the commits
 # csl_jax's configs were checked with. T5X's own dependency list names
 # GitHub heads of flax, optax and seqio, which would replace csl_jax's
-# pinned versions, so these three go in without dependencies and the
-# dependencies they need come pinned below.
+# pinned versions, so these three go in without dependencies, and
+# T5X_DEPS are all they needed beyond csl_jax's own requirements (measured
+# with T5X's train, eval and infer: clu and tensorstore come with seqio,
+# flax and orbax; chex and jaxtyping, in T5X's list, were not needed).
 T5X_REF="cc342d419ec3e3e9c4bf1df33c82330cafdc1e16"
 AIRIO_REF="69897df7d9a427b947a9f7bb4164c7782b43e601"
 JESTIMATOR_REF="326824a477feef6d92e6f44175000907a72899ca"
-T5X_DEPS="cached-property==2.0.1 chex==0.1.92 clu==0.0.12 fiddle==0.3.1 grain==0.2.18 jaxtyping==0.3.11 tensorstore==0.1.86"
+T5X_DEPS="cached-property==2.0.1 fiddle==0.3.1 grain==0.2.18"
 JAX_VERSION="0.10.2"  # csl_jax's pin; the [tpu] extra brings libtpu.
 PYTHON="python3.11"
 
