@@ -176,11 +176,13 @@ def derivable_masked_packed(grammar: QCFGArrays, xs, x_off, ys, y_off,
   none = np.full(size, -1, np.int64)
   include = none if include is None else np.asarray(include, np.int64)
   exclude = none if exclude is None else np.asarray(exclude, np.int64)
-  out = np.zeros(size, np.bool_)
-  _on_threads(qcfg_kernel.derivable_masked, size, (
-      out, xs, x_off, ys, y_off, *grammar_args(grammar), enabled, include,
-      exclude))
-  return out
+  # Rule include[b] as pair b's one extra (bit 0); no extra: bit 0 says
+  # derivable with `enabled` alone.
+  extra_off = np.zeros(size + 1, np.int64)
+  np.cumsum(include >= 0, out=extra_off[1:])
+  bits = derivable_each_packed(grammar, xs, x_off, ys, y_off, enabled,
+                               exclude, extra_off, include[include >= 0])
+  return (bits & np.uint64(1)).astype(np.bool_)
 
 
 def derivable_each_packed(grammar: QCFGArrays, xs, x_off, ys, y_off,

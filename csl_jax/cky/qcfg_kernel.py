@@ -8,9 +8,9 @@ source symbols has strictly shorter children. Rules whose source is a lone NT
 they are closed under a fixpoint before their hyperedges are recorded.
 
 The chart holds a value per item, the OR over its derivations of the AND of
-their rules' values (`rule_val`): booleans for "derivable", or uint64 bit
-sets answering up to 64 "derivable with rule a added?" queries in one pass
-(every other rule all ones, rule a only bit a; `derivable_each`).
+their rules' values (`rule_val`), uint64 bit sets: up to 64 "derivable with
+rule a added?" queries in one pass (every other rule all ones, rule a only
+bit a; `derivable_each`); all ones for "derivable" (`forest_batch`).
 
 The pure-Python twin is `qcfg_reference.py`; tests cross-check the two.
 """
@@ -19,6 +19,7 @@ import numba
 import numpy as np
 
 from csl_jax import numba_fixes  # noqa: F401  pylint: disable=unused-import
+from csl_jax.sort_kernel import stable_argsort
 
 _BIG = np.int64(1) << 40
 
@@ -328,12 +329,28 @@ def pair_chart(x, y, src_sym, src_len, tgt_sym, tgt_len, tgt_first, num_nts,
 
 
 @numba.njit(cache=True)
+def _position(sorted_values, value):
+  """The index of `value` in the ascending array that holds it."""
+  lo, hi = 0, sorted_values.shape[0] - 1
+  while lo < hi:
+    mid = (lo + hi) // 2
+    if sorted_values[mid] < value:
+      lo = mid + 1
+    else:
+      hi = mid
+  return lo
+
+
+@numba.njit(cache=True)
 def prune_pair_forest(n, m, chart, e_rule, e_parent, e_child, ne):
   """Keeps the items reachable from the root (0, n, 0, m).
 
   Returns (nodes [N, 4] as (i, j, k, l), edge_rule [E], edge_parent [E],
-  edge_children [E, max_nts]) with nodes in bottom-up order (the root is
-  last) and edges grouped by parent node; all empty if no derivation.
+  edge_children [E, max_nts]) with nodes in bottom-up order (by source
+  width, then target width, then item; the root is last) and edges grouped
+  by parent node, each group in recording order; all empty if no
+  derivation. Items are looked up among the edges' distinct parents: an
+  item with a value has an edge when `pair_chart` records.
   """
   n1, m1 = n + 1, m + 1
   width = e_child.shape[1]
@@ -341,117 +358,86 @@ def prune_pair_forest(n, m, chart, e_rule, e_parent, e_child, ne):
   if not chart[root]:
     return (np.empty((0, 4), np.int32), np.empty(0, np.int32),
             np.empty(0, np.int32), np.empty((0, width), np.int32))
-  order = np.argsort(e_parent[:ne], kind="mergesort")
-  sorted_parent = e_parent[:ne][order]
-  reached = {}
-  reached[root] = 0
-  stack = [root]
-  while len(stack) > 0:
-    item = stack.pop()
-    lo = np.searchsorted(sorted_parent, item, side="left")
-    hi = np.searchsorted(sorted_parent, item, side="right")
-    for s in range(lo, hi):
+  order = stable_argsort(e_parent[:ne])
+  # Distinct parent items, ascending; item u's edges are
+  # order[first[u]:first[u + 1]].
+  items = np.empty(ne, np.int64)
+  first = np.empty(ne + 1, np.int64)
+  count = 0
+  for s in range(ne):
+    p = e_parent[order[s]]
+    if count == 0 or p != items[count - 1]:
+      items[count] = p
+      first[count] = s
+      count += 1
+  first[count] = ne
+  items = items[:count]
+  reached = np.zeros(count, np.bool_)
+  stack = np.empty(count, np.int64)  # each item pushed once
+  u = _position(items, root)
+  reached[u] = True
+  stack[0] = u
+  top = 1
+  num_nodes = 1
+  while top > 0:
+    top -= 1
+    u = stack[top]
+    for s in range(first[u], first[u + 1]):
       e = order[s]
       for a in range(width):
         c = e_child[e, a]
-        if c >= 0 and c not in reached:
-          reached[c] = 0
-          stack.append(c)
-  num_nodes = len(reached)
-  items = np.empty(num_nodes, np.int64)
-  keys = np.empty(num_nodes, np.int64)
+        if c >= 0:
+          v = _position(items, c)
+          if items[v] != c:
+            raise ValueError("a chart item without a recorded edge")
+          if not reached[v]:
+            reached[v] = True
+            stack[top] = v
+            top += 1
+            num_nodes += 1
   size = n1 * n1 * m1 * m1
-  idx = 0
-  for item in reached:
-    l = item % m1
-    k = (item // m1) % m1
-    j = (item // (m1 * m1)) % n1
-    i = item // (m1 * m1 * n1)
-    items[idx] = item
-    keys[idx] = ((j - i) * m1 + (l - k)) * size + item
-    idx += 1
-  node_order = np.argsort(keys)
+  kept = np.empty(num_nodes, np.int64)
+  keys = np.empty(num_nodes, np.int64)
+  q = 0
+  for u in range(count):
+    if reached[u]:
+      item = items[u]
+      l = item % m1
+      k = (item // m1) % m1
+      j = (item // (m1 * m1)) % n1
+      i = item // (m1 * m1 * n1)
+      kept[q] = u
+      keys[q] = ((j - i) * m1 + (l - k)) * size + item
+      q += 1
+  node_order = stable_argsort(keys)
+  node_of = np.empty(count, np.int32)
   nodes = np.empty((num_nodes, 4), np.int32)
+  num_edges = 0
   for node in range(num_nodes):
-    item = items[node_order[node]]
-    reached[item] = node
+    u = kept[node_order[node]]
+    item = items[u]
+    node_of[u] = node
     nodes[node, 0] = item // (m1 * m1 * n1)
     nodes[node, 1] = (item // (m1 * m1)) % n1
     nodes[node, 2] = (item // m1) % m1
     nodes[node, 3] = item % m1
-  num_edges = 0
-  for s in range(ne):
-    if sorted_parent[s] in reached:
-      num_edges += 1
+    num_edges += first[u + 1] - first[u]
   out_rule = np.empty(num_edges, np.int32)
   out_parent = np.empty(num_edges, np.int32)
   out_child = np.full((num_edges, width), -1, np.int32)
   out = 0
   for node in range(num_nodes):
-    item = items[node_order[node]]
-    lo = np.searchsorted(sorted_parent, item, side="left")
-    hi = np.searchsorted(sorted_parent, item, side="right")
-    for s in range(lo, hi):
+    u = kept[node_order[node]]
+    for s in range(first[u], first[u + 1]):
       e = order[s]
       out_rule[out] = e_rule[e]
       out_parent[out] = node
       for a in range(width):
         c = e_child[e, a]
         if c >= 0:
-          out_child[out, a] = reached[c]
+          out_child[out, a] = node_of[_position(items, c)]
       out += 1
   return nodes, out_rule, out_parent, out_child
-
-
-@numba.njit(cache=True)
-def _derivable_one(b, xs, x_off, ys, y_off, src_sym, src_len, tgt_sym,
-                   tgt_len, tgt_first, num_nts, max_nts, num_src_vocab,
-                   num_tgt_vocab, anchor_off, anchor_rules, free_rules,
-                   enabled, include, exclude):
-  present_src = np.zeros(max(num_src_vocab, 1), np.int8)
-  present_tgt = np.zeros(max(num_tgt_vocab, 1), np.int8)
-  mask = enabled
-  if include[b] >= 0 or exclude[b] >= 0:
-    mask = enabled.copy()
-    if include[b] >= 0:
-      mask[include[b]] = True
-    if exclude[b] >= 0:
-      mask[exclude[b]] = False
-  return _root_value(b, xs, x_off, ys, y_off, src_sym, src_len, tgt_sym,
-                     tgt_len, tgt_first, num_nts, max_nts, present_src,
-                     present_tgt, mask, anchor_off, anchor_rules, free_rules)
-
-
-@numba.njit(cache=True)
-def _root_value(b, xs, x_off, ys, y_off, src_sym, src_len, tgt_sym, tgt_len,
-                tgt_first, num_nts, max_nts, present_src, present_tgt,
-                rule_val, anchor_off, anchor_rules, free_rules):
-  """The chart value of pair b's root item (0, n, 0, m)."""
-  x = xs[x_off[b]:x_off[b + 1]]
-  y = ys[y_off[b]:y_off[b + 1]]
-  n, m = x.shape[0], y.shape[0]
-  chart, _, _, _, _, _ = pair_chart(
-      x, y, src_sym, src_len, tgt_sym, tgt_len, tgt_first, num_nts,
-      max_nts, present_src, present_tgt, np.bool_(False), rule_val,
-      anchor_off, anchor_rules, free_rules)
-  return chart[((0 * (n + 1) + n) * (m + 1) + 0) * (m + 1) + m]
-
-
-@numba.njit(cache=True, nogil=True)
-def derivable_masked(lo, hi, out, xs, x_off, ys, y_off, src_sym, src_len,
-                     tgt_sym, tgt_len, tgt_first, num_nts, max_nts,
-                     num_src_vocab, num_tgt_vocab, anchor_off, anchor_rules,
-                     free_rules, enabled, include, exclude):
-  """out[b] for b in [lo, hi): whether pair (x_b, y_b) is derivable from the
-  root using the rules in `enabled`, plus rule include[b] and minus rule
-  exclude[b] (-1: none). Releases the GIL: the caller runs slices of a large
-  batch on threads (one compiled kernel instead of a serial and a parfor
-  one, and safe in forked workers)."""
-  for b in range(lo, hi):
-    out[b] = _derivable_one(
-        b, xs, x_off, ys, y_off, src_sym, src_len, tgt_sym, tgt_len,
-        tgt_first, num_nts, max_nts, num_src_vocab, num_tgt_vocab,
-        anchor_off, anchor_rules, free_rules, enabled, include, exclude)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -461,8 +447,15 @@ def derivable_each(lo, hi, out, xs, x_off, ys, y_off, src_sym, src_len,
                    free_rules, enabled, exclude, extra_off, extra_rules):
   """out[b] for b in [lo, hi), a uint64: bit k set iff pair b is derivable
   using the rules in `enabled`, minus rule exclude[b] (-1: none), plus rule
-  extra_rules[extra_off[b] + k] (at most 64 extras per pair). One chart
-  answers what `derivable_masked` answers with one chart per extra."""
+  extra_rules[extra_off[b] + k] (at most 64 extras per pair); with no
+  extras every bit says "derivable with `enabled` minus exclude[b]". One
+  chart answers what would take one chart per extra. Releases the GIL: the
+  caller runs slices of a large batch on threads.
+
+  The only derivability kernel, calling `pair_chart` directly: numba
+  re-optimizes a kernel's whole call tree once per level of it, and
+  compiles `pair_chart` once per value type (BENCHMARKS.md "Issue 17 →
+  The first run within 2×")."""
   present_src = np.zeros(max(num_src_vocab, 1), np.int8)
   present_tgt = np.zeros(max(num_tgt_vocab, 1), np.int8)
   zero = np.uint64(0)  # typed: uint64 and int literals unify to float64
@@ -476,10 +469,14 @@ def derivable_each(lo, hi, out, xs, x_off, ys, y_off, src_sym, src_len,
       vals[extra_rules[k]] |= np.uint64(1) << np.uint64(k - extra_off[b])
     if exclude[b] >= 0:
       vals[exclude[b]] = zero
-    out[b] = _root_value(b, xs, x_off, ys, y_off, src_sym, src_len, tgt_sym,
-                         tgt_len, tgt_first, num_nts, max_nts, present_src,
-                         present_tgt, vals, anchor_off, anchor_rules,
-                         free_rules)
+    x = xs[x_off[b]:x_off[b + 1]]
+    y = ys[y_off[b]:y_off[b + 1]]
+    n, m = x.shape[0], y.shape[0]
+    chart, _, _, _, _, _ = pair_chart(
+        x, y, src_sym, src_len, tgt_sym, tgt_len, tgt_first, num_nts,
+        max_nts, present_src, present_tgt, np.bool_(False), vals,
+        anchor_off, anchor_rules, free_rules)
+    out[b] = chart[((0 * (n + 1) + n) * (m + 1) + 0) * (m + 1) + m]
     for k in range(extra_off[b], extra_off[b + 1]):  # restore
       vals[extra_rules[k]] = every if enabled[extra_rules[k]] else zero
     if exclude[b] >= 0:
@@ -503,13 +500,15 @@ def forest_batch(xs, x_off, ys, y_off, src_sym, src_len, tgt_sym, tgt_len,
   all_rule = np.empty(1024, np.int32)
   all_parent = np.empty(1024, np.int32)
   all_child = np.empty((1024, width), np.int32)
-  enabled = np.ones(src_len.shape[0], np.bool_)
+  # Every rule, as uint64 like the derivability queries: one compiled
+  # pair_chart for both.
+  every = np.full(src_len.shape[0], ~np.uint64(0), np.uint64)
   for b in range(batch):
     x = xs[x_off[b]:x_off[b + 1]]
     y = ys[y_off[b]:y_off[b + 1]]
     chart, _, e_rule, e_parent, e_child, ne = pair_chart(
         x, y, src_sym, src_len, tgt_sym, tgt_len, tgt_first, num_nts,
-        max_nts, present_src, present_tgt, np.bool_(True), enabled,
+        max_nts, present_src, present_tgt, np.bool_(True), every,
         anchor_off, anchor_rules, free_rules)
     nodes, rule, parent, child = prune_pair_forest(
         x.shape[0], y.shape[0], chart, e_rule, e_parent, e_child, ne)

@@ -97,7 +97,8 @@ class RuleChecker:
     self.enabled = np.zeros(len(self.rules) + len(leaves), np.bool_)
     self._packed: Dict[Rule, Tuple[np.ndarray, ...]] = {}
     self._grammar_args = forest.grammar_args(self.grammar)
-    self._none = np.full(1, -1, np.int64)
+    self._no_extra_off = np.zeros(2, np.int64)
+    self._no_extras = np.zeros(0, np.int64)
     self.enabled[len(self.rules):] = True
 
   def enable(self, rules: Sequence[Rule], on: bool = True) -> None:
@@ -139,10 +140,10 @@ class RuleChecker:
       packed = self._packed[rule] = (
           x, np.array([0, len(x)], np.int64), y,
           np.array([0, len(y)], np.int64))
-    out = np.zeros(1, np.bool_)
-    qcfg_kernel.derivable_masked(
-        0, 1, out, *packed, *self._grammar_args, self.enabled, self._none,
-        np.array([exclude], np.int64))
+    out = np.zeros(1, np.uint64)
+    qcfg_kernel.derivable_each(
+        0, 1, out, *packed, *self._grammar_args, self.enabled,
+        np.array([exclude], np.int64), self._no_extra_off, self._no_extras)
     return bool(out[0])
 
   def rules_derivable_each(self, targets: Sequence[Rule],

@@ -17,6 +17,7 @@ import numpy as np
 
 from csl_jax import numba_fixes  # noqa: F401  pylint: disable=unused-import
 from csl_jax.qcfg.occurrence_kernel import intersect_sorted, match_examples
+from csl_jax.sort_kernel import stable_argsort
 
 
 @numba.njit(cache=True)
@@ -35,7 +36,7 @@ def _distinct_hits(flat, offsets, lengths, post_flat, post_off, codes):
   else:
     # The rarest posting lists first; a few intersections prune most misses.
     sizes = np.array([post_off[t + 1] - post_off[t] for t in terms])
-    order = np.argsort(sizes, kind="mergesort")
+    order = stable_argsort(sizes)
     t0 = terms[order[0]]
     candidates = post_flat[post_off[t0]:post_off[t0 + 1]]
     for k in range(1, min(3, len(terms))):

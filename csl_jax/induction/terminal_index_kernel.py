@@ -10,6 +10,7 @@ import numba
 import numpy as np
 
 from csl_jax import numba_fixes  # noqa: F401  pylint: disable=unused-import
+from csl_jax.sort_kernel import stable_argsort
 
 
 @numba.njit(cache=True)
@@ -48,7 +49,8 @@ def subsets(flat, off, keyed_flat, keyed_off, q_flat, q_off, num_terms):
           found.append(r)
     for t in terms:
       mark[t] = False
-    rows[q] = np.sort(np.array(found, np.int64))
+    row = np.array(found, np.int64)
+    rows[q] = row[stable_argsort(row)]
   return _csr(rows)
 
 
@@ -99,7 +101,7 @@ def supersets(flat, off, post_flat, post_off, q_flat, q_off, num_terms):
     size = np.empty(terms.shape[0], np.int64)
     for k in range(terms.shape[0]):
       size[k] = post_off[terms[k] + 1] - post_off[terms[k]]
-    terms = terms[np.argsort(size, kind="mergesort")]
+    terms = terms[stable_argsort(size)]
     rarest = terms[0]
     found = []
     if slot[rarest] >= 0:  # every term of q is common

@@ -1,0 +1,9 @@
+"""Pure-Python twin of `sort_kernel`."""
+
+from typing import List, Sequence
+
+
+def stable_argsort(keys: Sequence[int]) -> List[int]:
+  """Positions of keys in ascending order, ties in their original order
+  (Python's sort is stable)."""
+  return sorted(range(len(keys)), key=lambda q: keys[q])
