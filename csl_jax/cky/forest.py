@@ -192,7 +192,7 @@ def derivable_each_packed(grammar: QCFGArrays, xs, x_off, ys, y_off,
   k says: derivable with the rules in `enabled`, minus rule exclude[b] (-1:
   none), plus rule extra_rules[extra_off[b] + k]; at most 64 extras a pair.
   The same answers as one `derivable_masked` query per extra, from one
-  chart per pair."""
+  chart per pair. `enabled`: bools, or `rule_values` of them."""
   size = x_off.shape[0] - 1
   extra_off = np.asarray(extra_off, np.int64)
   if size and np.diff(extra_off).max() > 64:
@@ -200,9 +200,23 @@ def derivable_each_packed(grammar: QCFGArrays, xs, x_off, ys, y_off,
   out = np.zeros(size, np.uint64)
   _on_threads(qcfg_kernel.derivable_each, size, (
       out, xs, x_off, ys, y_off, *grammar_args(grammar),
-      np.asarray(enabled, np.bool_), np.asarray(exclude, np.int64),
+      rule_values(enabled), np.bool_(_num_threads(size) > 1),
+      np.asarray(exclude, np.int64),
       extra_off, np.asarray(extra_rules, np.int64)))
   return out
+
+
+def rule_values(enabled: np.ndarray) -> np.ndarray:
+  """The derivability kernel's rule values: all ones for an enabled rule,
+  0 for the others (already uint64: as they are)."""
+  enabled = np.asarray(enabled)
+  if enabled.dtype == np.uint64:
+    return enabled
+  return np.where(enabled, ~np.uint64(0), np.uint64(0))
+
+
+def _num_threads(size: int) -> int:
+  return min(numba.get_num_threads(), size // _PAIRS_PER_THREAD)
 
 
 def _on_threads(kernel, size: int, args) -> None:
@@ -210,7 +224,7 @@ def _on_threads(kernel, size: int, args) -> None:
   numba's number of threads (the kernels release the GIL)."""
   if not size:
     return
-  threads = min(numba.get_num_threads(), size // _PAIRS_PER_THREAD)
+  threads = _num_threads(size)
   if threads <= 1:
     kernel(0, size, *args)
     return

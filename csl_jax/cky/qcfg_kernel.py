@@ -444,31 +444,32 @@ def prune_pair_forest(n, m, chart, e_rule, e_parent, e_child, ne):
 def derivable_each(lo, hi, out, xs, x_off, ys, y_off, src_sym, src_len,
                    tgt_sym, tgt_len, tgt_first, num_nts, max_nts,
                    num_src_vocab, num_tgt_vocab, anchor_off, anchor_rules,
-                   free_rules, enabled, exclude, extra_off, extra_rules):
+                   free_rules, rule_vals, shared, exclude, extra_off,
+                   extra_rules):
   """out[b] for b in [lo, hi), a uint64: bit k set iff pair b is derivable
-  using the rules in `enabled`, minus rule exclude[b] (-1: none), plus rule
-  extra_rules[extra_off[b] + k] (at most 64 extras per pair); with no
-  extras every bit says "derivable with `enabled` minus exclude[b]". One
-  chart answers what would take one chart per extra. Releases the GIL: the
-  caller runs slices of a large batch on threads.
+  using the rules whose rule_vals are all ones (the others 0), minus rule
+  exclude[b] (-1: none), plus rule extra_rules[extra_off[b] + k] (at most
+  64 extras per pair); with no extras every bit says "derivable minus
+  exclude[b]". One chart answers what would take one chart per extra.
 
-  The only derivability kernel, calling `pair_chart` directly: numba
-  re-optimizes a kernel's whole call tree once per level of it, and
-  compiles `pair_chart` once per value type (BENCHMARKS.md "Issue 17 →
-  The first run within 2×")."""
+  rule_vals is changed for each pair and restored; `shared`: work on a
+  copy instead (the caller runs slices of a large batch on threads; the
+  kernel releases the GIL). The only derivability kernel, calling
+  `pair_chart` directly: numba re-optimizes a kernel's whole call tree once
+  per level of it, and compiles `pair_chart` once per value type
+  (BENCHMARKS.md "Issue 17 → The first run within 2×")."""
   present_src = np.zeros(max(num_src_vocab, 1), np.int8)
   present_tgt = np.zeros(max(num_tgt_vocab, 1), np.int8)
-  zero = np.uint64(0)  # typed: uint64 and int literals unify to float64
-  every = ~zero
-  vals = np.zeros(enabled.shape[0], np.uint64)
-  for r in range(enabled.shape[0]):
-    if enabled[r]:
-      vals[r] = every
+  vals = rule_vals.copy() if shared else rule_vals
+  saved = np.empty(65, np.uint64)
   for b in range(lo, hi):
-    for k in range(extra_off[b], extra_off[b + 1]):
-      vals[extra_rules[k]] |= np.uint64(1) << np.uint64(k - extra_off[b])
+    k0, k1 = extra_off[b], extra_off[b + 1]
+    for k in range(k0, k1):
+      saved[k - k0] = vals[extra_rules[k]]
+      vals[extra_rules[k]] |= np.uint64(1) << np.uint64(k - k0)
     if exclude[b] >= 0:
-      vals[exclude[b]] = zero
+      saved[k1 - k0] = vals[exclude[b]]
+      vals[exclude[b]] = np.uint64(0)
     x = xs[x_off[b]:x_off[b + 1]]
     y = ys[y_off[b]:y_off[b + 1]]
     n, m = x.shape[0], y.shape[0]
@@ -477,10 +478,11 @@ def derivable_each(lo, hi, out, xs, x_off, ys, y_off, src_sym, src_len,
         max_nts, present_src, present_tgt, np.bool_(False), vals,
         anchor_off, anchor_rules, free_rules)
     out[b] = chart[((0 * (n + 1) + n) * (m + 1) + 0) * (m + 1) + m]
-    for k in range(extra_off[b], extra_off[b + 1]):  # restore
-      vals[extra_rules[k]] = every if enabled[extra_rules[k]] else zero
+    # Restored in reverse order: right when a rule is changed twice.
     if exclude[b] >= 0:
-      vals[exclude[b]] = every if enabled[exclude[b]] else zero
+      vals[exclude[b]] = saved[k1 - k0]
+    for k in range(k1 - 1, k0 - 1, -1):
+      vals[extra_rules[k]] = saved[k - k0]
 
 
 @numba.njit(cache=True)

@@ -100,10 +100,14 @@ class RuleChecker:
     self._no_extra_off = np.zeros(2, np.int64)
     self._no_extras = np.zeros(0, np.int64)
     self.enabled[len(self.rules):] = True
+    # `enabled` as the kernel's rule values, kept in step by `enable`.
+    self._every = ~np.uint64(0)
+    self._vals = forest.rule_values(self.enabled)
 
   def enable(self, rules: Sequence[Rule], on: bool = True) -> None:
     for r in rules:
       self.enabled[self.index[r]] = on
+      self._vals[self.index[r]] = self._every if on else 0
 
   def derivable(self, pairs: Sequence[Tuple[Sequence[str], Sequence[str]]],
                 include: Sequence[int] = (), exclude: Sequence[int] = ()
@@ -111,7 +115,7 @@ class RuleChecker:
     """pairs[b] derivable with the enabled rules + include[b] - exclude[b]
     (rule indices; -1 for none)."""
     return forest.derivable_masked(
-        self.grammar, pairs, self.enabled,
+        self.grammar, pairs, self._vals,
         include if len(include) else None, exclude if len(exclude) else None)
 
   def rules_derivable(self, targets: Sequence[Rule],
@@ -126,7 +130,7 @@ class RuleChecker:
     ys, y_off = _concat([y for _, y in encoded])
     xs, ys = self.grammar.clamp(xs, ys)
     return forest.derivable_masked_packed(
-        self.grammar, xs, x_off, ys, y_off, self.enabled,
+        self.grammar, xs, x_off, ys, y_off, self._vals,
         include if len(include) else None, exclude if len(exclude) else None)
 
   def rule_derivable(self, rule: Rule, exclude: int = -1) -> bool:
@@ -142,7 +146,7 @@ class RuleChecker:
           np.array([0, len(y)], np.int64))
     out = np.zeros(1, np.uint64)
     qcfg_kernel.derivable_each(
-        0, 1, out, *packed, *self._grammar_args, self.enabled,
+        0, 1, out, *packed, *self._grammar_args, self._vals, np.bool_(False),
         np.array([exclude], np.int64), self._no_extra_off, self._no_extras)
     return bool(out[0])
 
@@ -174,7 +178,7 @@ class RuleChecker:
     if self.encoder is not None:
       xs, ys = self.grammar.clamp(xs, ys)
     bits = forest.derivable_each_packed(
-        self.grammar, xs, x_off, ys, y_off, self.enabled, excl, extra_off,
+        self.grammar, xs, x_off, ys, y_off, self._vals, excl, extra_off,
         extra_rules)
     seen = [0] * len(targets)
     for row, b in enumerate(rows):
