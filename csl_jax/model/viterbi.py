@@ -242,9 +242,11 @@ def _chart(n, e_rule, e_parent, e_child, num_nts, is_unary, ctx_index, log_p,
             top[s] = t
             c0 = p_cnt[s, 0]
             p_cnt[s, t] = c0
-            p_score[s, t, :c0] = p_score[s, 0, :c0]
-            p_code[s, t, :c0] = p_code[s, 0, :c0]
-            p_rank[s, t, :c0] = p_rank[s, 0, :c0]
+            for q in range(c0):
+              p_score[s, t, q] = p_score[s, 0, q]
+              p_code[s, t, q] = p_code[s, 0, q]
+              for a in range(width):
+                p_rank[s, t, q, a] = p_rank[s, 0, q, a]
             for e in range(g0, g1):
               u = e_rule[e]
               if not is_unary[u]:
@@ -292,7 +294,9 @@ def _derivation(h, n, e_rule, e_child, num_nts, ctx_index, ctx_local, nc,
     if m == node_rule.shape[0]:
       node_rule = _grow(node_rule, m + 1)
       grown = np.full((node_rule.shape[0], width), -1, np.int32)
-      grown[:m] = node_child[:m]
+      for q in range(m):
+        for a in range(width):
+          grown[q, a] = node_child[q, a]
       node_child = grown
     if par >= 0:
       node_child[par, pos] = m
@@ -407,12 +411,15 @@ def parse_kernel(n_tok, e_off, e_rule, e_parent, e_child, num_nts, is_unary,
         hyp_score[nh] = p_score[root_slot, top[root_slot], h]
         t0, m0 = tgt_off[nh], node_off[nh]
         tgt_ids = _grow(tgt_ids, t0 + ids.shape[0])
-        tgt_ids[t0:t0 + ids.shape[0]] = ids
+        for q in range(ids.shape[0]):
+          tgt_ids[t0 + q] = ids[q]
         tgt_off[nh + 1] = t0 + ids.shape[0]
         node_rule = _grow(node_rule, m0 + rules.shape[0])
         node_child = _grow(node_child, m0 + rules.shape[0])
-        node_rule[m0:m0 + rules.shape[0]] = rules
-        node_child[m0:m0 + rules.shape[0]] = children
+        for q in range(rules.shape[0]):
+          node_rule[m0 + q] = rules[q]
+          for a in range(width):
+            node_child[m0 + q, a] = children[q, a]
         node_off[nh + 1] = m0 + rules.shape[0]
         nh += 1
       for cl in range(nc):

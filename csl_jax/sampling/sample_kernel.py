@@ -14,8 +14,17 @@ from csl_jax import numba_fixes  # noqa: F401  pylint: disable=unused-import
 
 @numba.njit(cache=True)
 def _draw(cdf_row):
+  """np.searchsorted(cdf_row, u, side="right") written out (numba's
+  compiles again in every kernel), capped at the last index."""
   u = np.random.random() * cdf_row[-1]
-  return min(np.searchsorted(cdf_row, u, side="right"), cdf_row.shape[0] - 1)
+  lo, hi = 0, cdf_row.shape[0]
+  while lo < hi:
+    mid = (lo + hi) // 2
+    if cdf_row[mid] <= u:
+      lo = mid + 1
+    else:
+      hi = mid
+  return min(lo, cdf_row.shape[0] - 1)
 
 
 @numba.njit(cache=True)
@@ -33,7 +42,8 @@ def _spell(v, symbols, length, node_child, start, size, buf, pos):
       ch = node_child[v, -sym - 1]
       if pos + size[ch] > buf.shape[0]:
         return pos, False
-      buf[pos:pos + size[ch]] = buf[start[ch]:start[ch] + size[ch]]
+      for q in range(size[ch]):  # the child's string lies below pos
+        buf[pos + q] = buf[start[ch] + q]
       pos += size[ch]
   return pos, True
 
