@@ -9,21 +9,37 @@ The side process takes kernels off the induction's chain and those it
 meets late, then the parser's and the sampler's. With a warm cache
 nothing is started.
 
-  python -m csl_jax.compile_ahead   (what `start` runs)
+  python -m csl_jax.compile_ahead [--beside_search]   (`start` runs it
+                                                    beside a search)
 """
 
 import os
 import subprocess
 import sys
+import time
 from typing import Optional
+
+
+def _index(kernel) -> Optional[str]:
+  """The path of a cached kernel's on-disk index (numba's)."""
+  cache = getattr(kernel, "_cache", None)
+  return getattr(getattr(cache, "_cache_file", None), "_index_path", None)
 
 
 def _cold() -> bool:
   """Whether the parser's main kernel has no compiled code on disk yet."""
   from csl_jax.model import viterbi  # pylint: disable=g-import-not-at-top
-  cache = getattr(viterbi.parse_kernel, "_cache", None)
-  index = getattr(getattr(cache, "_cache_file", None), "_index_path", None)
+  index = _index(viterbi.parse_kernel)
   return bool(index) and not os.path.exists(index)
+
+
+def _wait_for(kernel, timeout: float = 60.0) -> None:
+  """Until another process has saved `kernel`'s compiled code (or
+  `timeout` seconds)."""
+  index = _index(kernel)
+  deadline = time.monotonic() + timeout
+  while index and not os.path.exists(index) and time.monotonic() < deadline:
+    time.sleep(0.05)
 
 
 def start() -> Optional[subprocess.Popen]:
@@ -31,11 +47,14 @@ def start() -> Optional[subprocess.Popen]:
   if not _cold():
     return None
   return subprocess.Popen(
-      [sys.executable, "-m", __name__], stdin=subprocess.DEVNULL,
+      [sys.executable, "-m", __name__, _BESIDE_SEARCH], stdin=subprocess.DEVNULL,
       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def main() -> None:
+_BESIDE_SEARCH = "--beside_search"
+
+
+def main(beside_search: bool = False) -> None:
   """Runs each kernel once on tiny inputs, through the stages' own classes
   (the same argument types). The order is the first run's measured
   timeline (BENCHMARKS "Issue 17 → The first run within 2×"): the search
@@ -44,8 +63,10 @@ def main() -> None:
   process takes UNIFY off that chain, then superset queries, then the
   pruning forests once the search has the chart compiled (compiling it
   here as well would be the same work twice), then the parser's and the
-  sampler's kernels, which the fit leaves time for."""
+  sampler's kernels, which the fit leaves time for. `beside_search`: wait
+  for the search's chart rather than compile it."""
   # pylint: disable=g-import-not-at-top
+  from csl_jax.cky import qcfg_kernel
   from csl_jax.induction import prune
   from csl_jax.induction import terminal_index
   from csl_jax.induction import unifier
@@ -56,6 +77,8 @@ def main() -> None:
   unifier.GrammarUnifier(rules, unifier.RuleCodes()).unify(0, [1, 2])
   index = terminal_index.TerminalIndex(rules, terminal_index.TermIds())
   index.supersets(rules[2:])
+  if beside_search:  # it compiles the chart first thing
+    _wait_for(qcfg_kernel.pair_chart)
   prune.prune_and_cover(rules, [(["walk", "twice"], ["W", "W"])], 2,
                         lambda rule: 1.0)
   model = models.random_model(rules, 0, 2)
@@ -64,4 +87,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-  main()
+  main(_BESIDE_SEARCH in sys.argv[1:])

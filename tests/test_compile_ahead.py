@@ -1,5 +1,9 @@
 """The first run's side process (csl_jax/compile_ahead.py)."""
 
+import threading
+import time
+import types
+
 from csl_jax import compile_ahead
 from csl_jax.cky import qcfg_kernel
 from csl_jax.induction import terminal_index_kernel
@@ -27,3 +31,29 @@ def test_an_induction_meets_no_other_signature_of_the_kernels_ahead():
       target_given_source=100, num_partitions=4, max_steps=5,
       num_workers=1)).run()
   assert [set(k.signatures) for k in kernels] == before
+
+
+class _FakeKernel:
+  """What `_wait_for` reads of a numba dispatcher: its cache index path."""
+
+  def __init__(self, path):
+    self._cache = types.SimpleNamespace(
+        _cache_file=types.SimpleNamespace(_index_path=path))
+
+
+def test_wait_for_returns_once_the_index_is_written(tmp_path):
+  path = str(tmp_path / "kernel.nbi")
+  timer = threading.Timer(0.3, lambda: open(path, "w").close())
+  timer.start()
+  start = time.monotonic()
+  compile_ahead._wait_for(_FakeKernel(path), timeout=10)  # pylint: disable=protected-access
+  waited = time.monotonic() - start
+  timer.join()
+  assert 0.25 <= waited < 5
+
+
+def test_wait_for_gives_up_after_its_timeout(tmp_path):
+  start = time.monotonic()
+  compile_ahead._wait_for(_FakeKernel(str(tmp_path / "never.nbi")),  # pylint: disable=protected-access
+                          timeout=0.3)
+  assert 0.25 <= time.monotonic() - start < 5
