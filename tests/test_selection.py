@@ -486,3 +486,68 @@ def test_unparseable_candidates_are_never_selected():
     chooser.abstraction = "geoquery"
     idx = chooser.select(pool, [], 100, 0)
     assert len(idx) == len(pool) - 3 and not bad & set(idx.tolist())
+
+
+# --- Distributed CMaxEnt (issue 16) --------------------------------------------
+
+
+def _cogs_pool(size=300, seed=0):
+  rng = np.random.default_rng(seed)
+  outs = [f"{v} ( agent = {a} , theme = {t} )" for v in ("roll", "help", "lend")
+          for a in ("* cat", "dog", "Emma", "* boy ( nmod . in = * box )")
+          for t in ("cake", "* rose", "Liam", "* mat ( nmod . on = dog )")]
+  return [Example(f"x{i}", outs[j])
+          for i, j in enumerate(rng.integers(0, len(outs), size))]
+
+
+def test_sharded_cmaxent_one_shard_is_the_exact_greedy():
+  feats = diversity.featurize(_cogs_pool(), "cogs")
+  np.testing.assert_array_equal(
+      cmaxent.sharded_greedy_queries(feats, 30, 1),
+      cmaxent.greedy_queries(feats, 30))
+
+
+def test_sharded_cmaxent_is_greedy_over_the_shards_winners():
+  feats = diversity.featurize(_cogs_pool(), "cogs")
+  k, shards = 25, 3
+  got = cmaxent.sharded_greedy_queries(feats, k, shards)
+  avail = feats.available()
+  assert len(got) == k
+  assert (np.bincount(got, minlength=len(avail)) <= avail).all()
+  # By the definition, with the naive greedy as the oracle at both levels.
+  # pylint: disable-next=protected-access
+  ptr, ids, vals, na, nf = cmaxent._matrix(feats)
+  winners = []
+  for queries in cmaxent.shard_of_queries(len(avail), shards):
+    # pylint: disable-next=protected-access
+    sub = cmaxent._rows(ptr, ids, vals, queries)
+    winners.extend(queries[cmaxent_kernel_reference.greedy(
+        *sub, na, nf, avail[queries], k, 1e-9)])
+  union, times = np.unique(winners, return_counts=True)
+  # pylint: disable-next=protected-access
+  sub = cmaxent._rows(ptr, ids, vals, union)
+  want = union[cmaxent_kernel_reference.greedy(*sub, na, nf, times, k, 1e-9)]
+  np.testing.assert_array_equal(got, want)
+  # Every query's shard holds it: the shards partition the queries.
+  parts = np.concatenate(cmaxent.shard_of_queries(len(avail), shards))
+  assert sorted(parts.tolist()) == list(range(len(avail)))
+
+
+def test_sharded_cmaxent_config_errors():
+  with pytest.raises(InputError, match="num_shards"):
+    cmaxent.CMaxEnt(num_shards=0)
+  with pytest.raises(InputError, match="runner needs num_shards"):
+    cmaxent.CMaxEnt(runner="DirectRunner")
+  with pytest.raises(InputError, match="no distributed version"):
+    cmaxent.CMaxEntUAT(num_shards=2).select(_cogs_pool(50), [], 5, 0)
+  assert "num_shards" not in cmaxent.CMaxEnt().config()
+
+
+def test_beam_cmaxent_equals_local():
+  pytest.importorskip("apache_beam")
+  from csl_jax.selection import beam_cmaxent  # pylint: disable=g-import-not-at-top
+  feats = diversity.featurize(_cogs_pool(), "cogs")
+  np.testing.assert_array_equal(
+      beam_cmaxent.sharded_greedy_queries(feats, 25, 3, 1e-9,
+                                          "DirectRunner"),
+      cmaxent.sharded_greedy_queries(feats, 25, 3))

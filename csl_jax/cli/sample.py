@@ -27,7 +27,16 @@ def add_parser(subparsers) -> None:
                  help=f">= 1 (default: {_DEFAULTS.max_depth})")
   p.add_argument("--dedup", action="store_true", default=None,
                  help="distinct pairs only (the summary counts any shortfall)")
+  p.add_argument("--shards", type=int,
+                 help="draw in N independently seeded shards (the result "
+                 "depends on --seed and N, not on workers)")
+  p.add_argument("--runner", help="run as an Apache Beam pipeline: "
+                 "DirectRunner, DataflowRunner, FlinkRunner, SparkRunner; "
+                 "more Beam flags after `--`, e.g. -- "
+                 "--direct_num_workers=2 "
+                 "--direct_running_mode=multi_processing")
   p.add_argument("--out", required=True)
+  p.add_argument("pipeline_args", nargs="*", help=argparse.SUPPRESS)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -36,7 +45,8 @@ def main(args: argparse.Namespace) -> int:
   from csl_jax.methods.csl import sample as sample_lib  # pylint: disable=g-import-not-at-top
   config = dataclasses.replace(SampleConfig(), **overrides)
   stage.run(args.out, sample_lib.sample, args.model, config=config,
-            **stage.given(args, "num"))
+            pipeline_args=args.pipeline_args,
+            **stage.given(args, "num", "shards", "runner"))
   return 0
 
 

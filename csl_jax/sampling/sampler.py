@@ -61,10 +61,41 @@ class SampleResult:
   stats: Dict[str, float]
 
 
+@dataclasses.dataclass(frozen=True)
+class Prepared:
+  """What `sample` derives from (model, config, output CFG) apart from the
+  seed: built once for many draws (`shards`: one per shard)."""
+  p: np.ndarray
+  cdf: np.ndarray
+  leaf_cdf: np.ndarray
+  num_nts: np.ndarray
+  src_words: List[str]
+  tgt_words: List[str]
+  joint: object  # intersection.build's result, or None
+  output_cfg: object  # the CFG to reject with (None when intersected)
+
+
+def prepare(model: CSLModel, config: SampleConfig,
+            output_cfg=None) -> Prepared:
+  g = model.grammar
+  p, leaf = rule_distributions(model, config)
+  joint = None
+  if output_cfg is not None and config.intersect:
+    joint = intersection.build(model.rules, output_cfg, p, model.ctx_index,
+                               config.max_depth)
+    output_cfg = None  # every output is valid by construction
+  return Prepared(
+      p, np.cumsum(p, axis=1), np.cumsum(leaf, axis=1),
+      np.array([r.num_nts for r in model.rules], np.int32),
+      sorted(g.source_vocab, key=g.source_vocab.get),
+      sorted(g.target_vocab, key=g.target_vocab.get), joint, output_cfg)
+
+
 def sample(model: CSLModel, num: int, config: SampleConfig,
-           output_cfg=None) -> SampleResult:
+           output_cfg=None, prepared: Prepared = None) -> SampleResult:
   """Draws `num` pairs (fewer if attempts run out: stats["num_short"] > 0,
-  and a warning)."""
+  and a warning). `prepared`: `prepare(model, config, output_cfg)` made
+  for a config that differs at most in its seed."""
   if (not isinstance(num, numbers.Integral) or isinstance(num, bool) or
       num < 1):
     raise InputError(f"the number of samples (--num) must be an integer "
@@ -72,22 +103,17 @@ def sample(model: CSLModel, num: int, config: SampleConfig,
   config.validate()  # Also for configs built around __post_init__.
   start = time.time()
   g = model.grammar
-  p, leaf = rule_distributions(model, config)
-  cdf, leaf_cdf = np.cumsum(p, axis=1), np.cumsum(leaf, axis=1)
-  num_nts = np.array([r.num_nts for r in model.rules], np.int32)
-  src_words = sorted(g.source_vocab, key=g.source_vocab.get)
-  tgt_words = sorted(g.target_vocab, key=g.target_vocab.get)
+  prepared = prepared or prepare(model, config, output_cfg)
+  p, cdf, leaf_cdf = prepared.p, prepared.cdf, prepared.leaf_cdf
+  num_nts = prepared.num_nts
+  src_words, tgt_words = prepared.src_words, prepared.tgt_words
+  joint, output_cfg = prepared.joint, prepared.output_cfg
   pairs: List[Tuple[str, str]] = []
   depths: List[int] = []
   seen: Set[Tuple[str, str]] = set()
   accepted: Dict[str, bool] = {}
   attempts = failed = rejected = duplicates = 0
   round_ = 0
-  joint = None
-  if output_cfg is not None and config.intersect:
-    joint = intersection.build(model.rules, output_cfg, p, model.ctx_index,
-                               config.max_depth)
-    output_cfg = None  # every output is valid by construction
   while len(pairs) < num and attempts < config.max_attempts_factor * num:
     want = min(config.chunk, config.max_attempts_factor * num - attempts,
                max(num - len(pairs), 1) * (2 if output_cfg or config.dedup

@@ -15,11 +15,18 @@ queries.
 The original training set plays no part (Oren's selection starts empty;
 the selection is used for pre-training before fine-tuning on it).
 
+Distributed (`CMaxEnt.num_shards` > 1, issue 16): the exact greedy
+within each shard of the queries, then over the shards' winners
+(`sharded_greedy_queries`; on Beam: `beam_cmaxent`) — an approximation,
+its objective measured against the exact greedy in BENCHMARKS.md.
+
 Gin: `CMaxEnt.abstraction`, `CMaxEnt.weighting` ("keysers" | "none"),
-`CMaxEnt.tol`; the same for `CMaxEntUAT`.
+`CMaxEnt.tol`, `CMaxEnt.num_shards`, `CMaxEnt.runner` (Beam, e.g.
+"DirectRunner") and `CMaxEnt.pipeline_args`; the same (but the sharded
+ones) for `CMaxEntUAT`.
 """
 
-from typing import Sequence
+from typing import List, Optional, Sequence
 
 import gin
 import numpy as np
@@ -67,6 +74,65 @@ def greedy_queries(features: diversity.PoolFeatures, k: int,
                        features.available(), int(k), tol)
 
 
+def _rows(ptr, ids, vals, rows: np.ndarray):
+  """The CSR of the given rows (queries), same feature ids."""
+  sub = scipy.sparse.csr_matrix((vals, ids, ptr))[rows]
+  sub.sort_indices()
+  return (sub.indptr.astype(np.int64), sub.indices.astype(np.int64),
+          sub.data.astype(np.float64))
+
+
+def shard_greedy(matrix, avail: np.ndarray, queries: np.ndarray, k: int,
+                 tol: float, kernel=cmaxent_kernel) -> np.ndarray:
+  """The exact greedy within one shard (`queries`, their availability):
+  the shard's winners as global query ids, in pick order."""
+  ptr, ids, vals, num_atoms, num_features = matrix
+  sub_avail = avail[queries]
+  if not len(queries) or not sub_avail.sum():
+    return np.zeros(0, np.int64)
+  picks = kernel.greedy(*_rows(ptr, ids, vals, queries), num_atoms,
+                        num_features, sub_avail, int(k), tol)
+  return queries[picks]
+
+
+def final_greedy(matrix, winners: np.ndarray, k: int, tol: float,
+                 kernel=cmaxent_kernel) -> np.ndarray:
+  """The exact greedy over the shards' winners (each query as often as
+  the shards picked it)."""
+  ptr, ids, vals, num_atoms, num_features = matrix
+  union, times = np.unique(winners, return_counts=True)
+  picks = kernel.greedy(*_rows(ptr, ids, vals, union), num_atoms,
+                        num_features, times.astype(np.int64), int(k), tol)
+  return union[picks]
+
+
+def shard_of_queries(num_queries: int, num_shards: int) -> List[np.ndarray]:
+  """Queries dealt round-robin into shards (query ids follow first
+  occurrence in the pool, so each shard sees every part of it)."""
+  return [np.arange(s, num_queries, num_shards, dtype=np.int64)
+          for s in range(num_shards)]
+
+
+def sharded_greedy_queries(features: diversity.PoolFeatures, k: int,
+                           num_shards: int, tol: float = 1e-9,
+                           kernel=cmaxent_kernel) -> np.ndarray:
+  """CMaxEnt distributed (the Beam pipeline's algorithm, run locally):
+  the exact greedy picks k within each of `num_shards` shards of the
+  queries, then the exact greedy picks k among the shards' winners. Not
+  the exact greedy's selection; BENCHMARKS.md "Issue 16" measures the
+  objective H(A) + H(C) against it."""
+  if num_shards < 1:
+    raise InputError(f"CMaxEnt.num_shards must be >= 1, got {num_shards}")
+  matrix = _matrix(features)
+  avail = features.available()
+  if num_shards == 1:
+    return greedy_queries(features, k, tol, kernel)
+  winners = np.concatenate(
+      [shard_greedy(matrix, avail, q, k, tol, kernel)
+       for q in shard_of_queries(len(avail), num_shards)])
+  return final_greedy(matrix, winners, k, tol, kernel)
+
+
 def hybrid_queries(features: diversity.PoolFeatures, k: int, seed: int,
                    tol: float = 1e-9, kernel=cmaxent_kernel) -> np.ndarray:
   """CMaxEnt+UAT's query picks (`kernel`: the module with `hybrid`)."""
@@ -90,7 +156,9 @@ class _Base:
   name = ""
 
   def __init__(self, abstraction: str = "auto", weighting: str = "keysers",
-               tol: float = 1e-9):
+               tol: float = 1e-9, num_shards: int = 1,
+               runner: Optional[str] = None,
+               pipeline_args: Sequence[str] = ()):
     if weighting not in diversity.WEIGHTINGS:
       raise InputError(f"{type(self).__name__}.weighting must be one of "
                        f"{', '.join(diversity.WEIGHTINGS)}, got {weighting!r}")
@@ -99,10 +167,22 @@ class _Base:
     self.abstraction = abstraction
     self.weighting = weighting
     self.tol = float(tol)
+    if (not isinstance(num_shards, int) or isinstance(num_shards, bool)
+        or num_shards < 1):
+      raise InputError(f"{type(self).__name__}.num_shards must be an "
+                       f"integer >= 1, got {num_shards!r}")
+    self.num_shards = num_shards
+    if runner is not None and num_shards < 2:
+      raise InputError(f"{type(self).__name__}.runner needs num_shards >= 2")
+    self.runner = runner
+    self.pipeline_args = tuple(pipeline_args)
 
   def config(self):
-    return {"abstraction": self.abstraction, "weighting": self.weighting,
-            "tol": self.tol}
+    config = {"abstraction": self.abstraction, "weighting": self.weighting,
+              "tol": self.tol}
+    if self.num_shards > 1:  # the exact greedy's config stays as it was
+      config["num_shards"] = self.num_shards  # (not the runner: same picks)
+    return config
 
   def _queries(self, features, k, seed):
     raise NotImplementedError
@@ -123,7 +203,12 @@ class CMaxEnt(_Base):
 
   def _queries(self, features, k, seed):
     del seed  # deterministic: ties go to the lowest query id
-    return greedy_queries(features, k, self.tol)
+    if self.runner is not None:
+      from csl_jax.selection import beam_cmaxent  # pylint: disable=g-import-not-at-top
+      return beam_cmaxent.sharded_greedy_queries(
+          features, k, self.num_shards, self.tol, self.runner,
+          self.pipeline_args)
+    return sharded_greedy_queries(features, k, self.num_shards, self.tol)
 
 
 @gin.configurable
@@ -132,6 +217,10 @@ class CMaxEntUAT(_Base):
   name = "cmaxent_uat"
 
   def _queries(self, features, k, seed):
+    if self.num_shards > 1:
+      raise InputError("CMaxEntUAT.num_shards: the hybrid has no "
+                       "distributed version (its template draws are "
+                       "sequential); use CMaxEnt.num_shards")
     return hybrid_queries(features, k, seed, self.tol)
 
 

@@ -1,26 +1,44 @@
 """Synthetic pairs from a fitted CSL model (`csl-jax sample`)."""
 
+import glob
 import os
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Sequence
+
+from absl import logging
 
 import gin
 
 from csl_jax import configs
 from csl_jax.data import tsv
 from csl_jax.errors import InputError
+from csl_jax.files import atomic_write_text
 from csl_jax.model.csl_model import CSLModel
 from csl_jax.sampling import sampler
+from csl_jax.sampling import shards as shards_lib
 
 
 @gin.configurable(module="sample")
 def sample(out_dir: str, model: str, num: int = 100_000,
            use_output_cfg: bool = True,
-           config: Optional[sampler.SampleConfig] = None) -> Dict[str, Any]:
+           config: Optional[sampler.SampleConfig] = None,
+           shards: Optional[int] = None, runner: Optional[str] = None,
+           pipeline_args: Sequence[str] = ()) -> Dict[str, Any]:
   """Writes DIR/samples.tsv; returns the summary (rates, distinct inputs,
-  `candidates`: the samples file, for the pipeline)."""
+  `candidates`: the samples file, for the pipeline).
+
+  `shards`: draw in that many independently seeded shards (`shards.py`);
+  with `runner`, as an Apache Beam pipeline (DIR/samples-SSSSS-of-NNNNN.tsv,
+  the same pairs as the local sharded run); `pipeline_args`: Beam flags.
+  """
   if num < 1:
     raise InputError(f"num must be >= 1, not {num}")
   config = config or sampler.SampleConfig()
+  if pipeline_args and runner is None:
+    raise InputError(f"Beam pipeline flags {list(pipeline_args)} need "
+                     "--runner")
+  if runner is not None or shards is not None:
+    return _sharded(out_dir, model, num, use_output_cfg, config,
+                    shards or 1, runner, pipeline_args)
   csl = CSLModel.load(model)
   os.makedirs(out_dir, exist_ok=True)
   result = csl.sample(num, config, use_output_cfg)
@@ -31,4 +49,46 @@ def sample(out_dir: str, model: str, num: int = 100_000,
                  config=configs.to_json(config), candidates=path,
                  sample_seconds=round(result.stats["seconds"], 3))
   summary.update({k: v for k, v in result.stats.items() if k != "seconds"})
+  return summary
+
+
+def _sharded(out_dir: str, model: str, num: int, use_output_cfg: bool,
+             config: sampler.SampleConfig, num_shards: int,
+             runner: Optional[str], pipeline_args: Sequence[str]
+             ) -> Dict[str, Any]:
+  shards_lib.shard_sizes(num, num_shards)  # a clear error before any work
+  os.makedirs(out_dir, exist_ok=True)
+  summary = dict(model=os.fspath(model), num_requested=num,
+                 num_shards=num_shards, config=configs.to_json(config))
+  if runner is None:
+    csl = CSLModel.load(model)
+    attempts = [0]
+
+    def on_shard(shard, stats):
+      attempts[0] += stats["num_attempts"]
+      logging.info("shard %d/%d: %d pairs", shard + 1, num_shards,
+                   stats["num_samples"])
+
+    path = os.path.join(out_dir, "samples.tsv")
+    lines = list(shards_lib.sample_sharded(csl, num, num_shards, config,
+                                           use_output_cfg, on_shard))
+    atomic_write_text(path, (line + "\n" for line in lines))
+    summary.update(candidates=path, num_examples=len(lines),
+                   num_attempts=attempts[0], runner="local")
+    return summary
+  # pylint: disable=g-import-not-at-top
+  from csl_jax.sampling import beam_sampling
+  # pylint: enable=g-import-not-at-top
+  prefix = os.path.join(out_dir, "samples")
+  for old in glob.glob(prefix + "-*-of-*.tsv"):  # a rerun's stale shards
+    os.remove(old)
+  beam_sampling.run(model, num, num_shards, config, prefix, runner,
+                    pipeline_args, use_output_cfg)
+  files = sorted(glob.glob(prefix + "-*-of-*.tsv"))
+  count = 0
+  for f in files:
+    with open(f, encoding="utf-8") as lines:
+      count += sum(1 for _ in lines)
+  summary.update(candidates=files, num_examples=count, runner=runner,
+                 pipeline_args=list(pipeline_args))
   return summary
