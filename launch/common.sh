@@ -49,6 +49,19 @@ split_flag() {
   fi
 }
 
+# --queued and --queued_id ID (create, status and delete take them):
+# QUEUED=1 and the queued resource's name; SHIFT as parse_common_flag.
+QUEUED=0
+QUEUED_ID=""
+parse_queued_flag() {
+  SHIFT=0
+  case "$1" in
+    --queued) QUEUED=1; SHIFT=1 ;;
+    --queued_id|--queued_id=*)
+      split_flag "$@"; QUEUED_ID="$VALUE"; QUEUED=1; SHIFT="$USED" ;;
+  esac
+}
+
 set_common() {
   case "$1" in
     name) TPU_NAME="$2" ;;

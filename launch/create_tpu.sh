@@ -14,8 +14,6 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 ACCELERATOR_TYPE="v3-32"
 VERSION=""  # Default: by accelerator type (tpu_generation in common.sh).
 CAPACITY=()
-QUEUED=0
-QUEUED_ID=""
 
 usage() {
   cat <<USAGE
@@ -37,16 +35,16 @@ USAGE
 while (( $# )); do
   parse_common_flag "$@"
   if (( SHIFT )); then shift "$SHIFT"; continue; fi
+  parse_queued_flag "$@"
+  if (( SHIFT )); then shift "$SHIFT"; continue; fi
   case "$1" in
     --spot) CAPACITY=(--spot); shift; continue ;;
-    --queued) QUEUED=1; shift; continue ;;
     -h|--help) usage; exit 0 ;;
   esac
   split_flag "$@"
   case "$FLAG" in
     --accelerator_type) ACCELERATOR_TYPE="$VALUE" ;;
     --version) VERSION="$VALUE" ;;
-    --queued_id) QUEUED_ID="$VALUE"; QUEUED=1 ;;
     *) usage >&2; die "unknown flag: $1" ;;
   esac
   shift "$USED"

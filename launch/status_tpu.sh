@@ -7,8 +7,6 @@
 
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
-QUEUED=0
-QUEUED_ID=""
 FULL=0
 
 usage() {
@@ -24,14 +22,14 @@ USAGE
 while (( $# )); do
   parse_common_flag "$@"
   if (( SHIFT )); then shift "$SHIFT"; continue; fi
+  parse_queued_flag "$@"
+  if (( SHIFT )); then shift "$SHIFT"; continue; fi
   case "$1" in
-    --queued) QUEUED=1; shift; continue ;;
     --full) FULL=1; shift; continue ;;
     -h|--help) usage; exit 0 ;;
   esac
   split_flag "$@"
   case "$FLAG" in
-    --queued_id) QUEUED_ID="$VALUE"; QUEUED=1 ;;
     *) usage >&2; die "unknown flag: $1" ;;
   esac
   shift "$USED"
