@@ -1,6 +1,7 @@
 """Sharded CSL sampling (`sampling/shards.py`) and its Beam pipeline
 (`sampling/beam_sampling.py`, run where apache-beam is installed)."""
 
+import os
 import random
 
 import pytest
@@ -28,32 +29,42 @@ def test_shard_seeds_depend_on_run_seed_and_shard_only():
   assert shards.shard_seed(8, 0) != seeds[0]
 
 
-def test_local_run_is_the_union_of_its_shards_in_any_order():
+def _read(path):
+  with open(path, encoding="utf-8") as f:
+    return f.read()
+
+
+def test_local_run_is_its_shards_drawn_alone(tmp_path):
   # What a runner's workers do: each shard alone, in whatever order.
   model = models.random_model(models.TOY_RULES, 0, 2)
   config = SampleConfig(max_depth=4, seed=3)
-  got = list(shards.sample_sharded(model, 300, 5, config))
+  assert shards.sample_sharded(model, 300, 5, config, str(tmp_path)) == 300
   order = list(range(5))
   random.Random(0).shuffle(order)
-  lines = []
   for shard in order:
-    pairs, _ = shards.sample_shard(model, 300, 5, shard, config)
-    lines.extend(f"{x}\t{y}" for x, y in pairs)
-  assert got == sorted(lines)
-  assert len(got) == 300
+    lines, _ = shards.sample_shard(model, 300, 5, shard, config)
+    assert _read(shards.shard_path(str(tmp_path), shard, 5)) == "".join(
+        line + "\n" for line in sorted(lines))
   # Another shard count is another (seeded) draw of the same size.
-  assert list(shards.sample_sharded(model, 300, 4, config)) != got
+  other = tmp_path / "other"
+  shards.sample_sharded(model, 300, 4, config, str(other))
+  assert (_read(shards.concatenate(str(other), 4))
+          != _read(shards.concatenate(str(tmp_path), 5)))
 
 
-def test_dedup_is_global(tmp_path):
+def test_dedup_keeps_a_pair_in_the_first_shard_that_drew_it(tmp_path):
   model = models.random_model(models.TOY_RULES, 0, 2)
   config = SampleConfig(max_depth=3, seed=1, dedup=True)
-  got = list(shards.sample_sharded(model, 40, 4, config))
-  assert len(got) == len(set(got))
+  total = shards.sample_sharded(model, 40, 4, config, str(tmp_path))
+  lines = _read(shards.concatenate(str(tmp_path), 4)).splitlines()
+  assert len(lines) == total == len(set(lines))
+  drawn = [set(shards.sample_shard(model, 40, 4, k, config)[0])
+           for k in range(4)]
   # The toy grammar at depth 3 has few distinct pairs: shards overlap.
-  per_shard = sum(len(shards.sample_shard(model, 40, 4, k, config)[0])
-                  for k in range(4))
-  assert len(got) < per_shard
+  assert sum(map(len, drawn)) > total
+  for k in range(4):
+    kept = set(_read(shards.shard_path(str(tmp_path), k, 4)).splitlines())
+    assert kept == drawn[k] - set().union(*drawn[:k])
 
 
 def test_stage_errors(tmp_path):
@@ -67,36 +78,42 @@ def test_stage_errors(tmp_path):
                       runner="Nope", shards=2)
 
 
-def test_stage_local_sharded_writes_sorted_samples(tmp_path):
+def test_stage_local_sharded(tmp_path):
   model_dir = str(tmp_path / "model")
   model = models.random_model(models.TOY_RULES, 0, 2)
   model.save(model_dir)
   config = SampleConfig(max_depth=4, seed=5)
   summary = sample_lib.sample(str(tmp_path / "out"), model_dir, num=50,
                               config=config, shards=3)
-  with open(summary["candidates"], encoding="utf-8") as f:
-    lines = f.read().splitlines()
-  assert lines == list(shards.sample_sharded(model, 50, 3, config))
+  shards.sample_sharded(model, 50, 3, config, str(tmp_path / "direct"))
+  assert _read(summary["candidates"]) == _read(
+      shards.concatenate(str(tmp_path / "direct"), 3))
   assert summary["num_examples"] == 50
+  # A rerun with fewer shards leaves no stale shard files behind.
+  summary = sample_lib.sample(str(tmp_path / "out"), model_dir, num=50,
+                              config=config, shards=2)
+  assert sorted(os.listdir(tmp_path / "out")) == [
+      "samples-00000-of-00002.tsv", "samples-00001-of-00002.tsv",
+      "samples.tsv"]
 
 
-def test_beam_direct_runner_equals_local(tmp_path):
+def test_beam_direct_runner_writes_the_same_bytes(tmp_path):
   pytest.importorskip("apache_beam")
   model_dir = str(tmp_path / "model")
   model = models.random_model(models.TOY_RULES, 0, 2)
   model.save(model_dir)
   for dedup in (False, True):
-    config = SampleConfig(max_depth=4, seed=9, dedup=dedup)
-    out = str(tmp_path / f"beam{dedup}")
+    config = SampleConfig(max_depth=3, seed=9, dedup=dedup)
+    beam_dir, local_dir = tmp_path / f"beam{dedup}", tmp_path / f"loc{dedup}"
     summary = sample_lib.sample(
-        out, model_dir, num=200, config=config, shards=4,
+        str(beam_dir), model_dir, num=200, config=config, shards=4,
         runner="DirectRunner", pipeline_args=["--direct_num_workers=2"])
-    lines = []
-    for path in summary["candidates"]:
-      with open(path, encoding="utf-8") as f:
-        lines.extend(f.read().splitlines())
-    assert sorted(lines) == list(shards.sample_sharded(model, 200, 4, config))
-    assert summary["num_examples"] == len(lines)
+    shards.sample_sharded(model, 200, 4, config, str(local_dir))
+    for k in range(4):
+      assert (_read(shards.shard_path(str(beam_dir), k, 4))
+              == _read(shards.shard_path(str(local_dir), k, 4)))
+    assert summary["num_examples"] == len(
+        _read(summary["candidates"]).splitlines())
 
 
 def test_runner_without_beam_is_one_clear_error(tmp_path):

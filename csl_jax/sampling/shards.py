@@ -1,18 +1,24 @@
 """Sampling in shards: N samples as `num_shards` independent draws, each
 with its own seed derived from the run's seed, so the result depends on
 (seed, num_shards) and never on how many workers drew the shards — the
-local loop here and the Beam pipeline (`beam_sampling`) give the same
-pairs. With `dedup`, each shard is deduplicated and then the union
-(Beam: `Distinct`); the output is the sorted lines, one order for every
-runner.
+local loop here and the Beam pipeline (`beam_sampling`) write the same
+bytes.
+
+Output: one file per shard, `samples-SSSSS-of-NNNNN.tsv`, its lines
+sorted; with `dedup`, a pair drawn by several shards is kept by the first
+of them only (Beam: the minimum shard per line, a combine), so the shards'
+files together hold each distinct pair once. `samples.tsv` is their
+concatenation in shard order. Memory per worker: one shard.
 """
 
 import dataclasses
-from typing import Iterator, List, Optional, Tuple
+import os
+from typing import Callable, Iterable, List, Optional, Tuple
 
 import numpy as np
 
 from csl_jax.errors import InputError
+from csl_jax.files import atomic_write_text
 from csl_jax.sampling import sampler
 from csl_jax.sampling.config import SampleConfig
 
@@ -36,6 +42,11 @@ def shard_config(config: SampleConfig, shard: int) -> SampleConfig:
   return dataclasses.replace(config, seed=shard_seed(config.seed, shard))
 
 
+def shard_path(out_dir: str, shard: int, num_shards: int) -> str:
+  return os.path.join(out_dir,
+                      f"samples-{shard:05d}-of-{num_shards:05d}.tsv")
+
+
 def prepare(model, config: SampleConfig, use_output_cfg: bool = True
             ) -> sampler.Prepared:
   """What every shard shares (the output-CFG intersection: seconds on
@@ -47,30 +58,52 @@ def prepare(model, config: SampleConfig, use_output_cfg: bool = True
 def sample_shard(model, num: int, num_shards: int, shard: int,
                  config: SampleConfig, use_output_cfg: bool = True,
                  prepared: Optional[sampler.Prepared] = None
-                 ) -> Tuple[List[Tuple[str, str]], dict]:
-  """Shard `shard`'s pairs (and the sampler's stats) of a run of `num`."""
+                 ) -> Tuple[List[str], dict]:
+  """Shard `shard`'s TSV lines (and the sampler's stats) of a run of
+  `num`."""
   size = shard_sizes(num, num_shards)[shard]
   prepared = prepared or prepare(model, config, use_output_cfg)
   result = sampler.sample(model, size, shard_config(config, shard),
                           model.output_cfg if use_output_cfg else None,
                           prepared)
-  return result.pairs, result.stats
+  return [f"{x}\t{y}" for x, y in result.pairs], result.stats
+
+
+def write_shard(out_dir: str, shard: int, num_shards: int,
+                lines: Iterable[str]) -> None:
+  atomic_write_text(shard_path(out_dir, shard, num_shards),
+                    (line + "\n" for line in sorted(lines)))
 
 
 def sample_sharded(model, num: int, num_shards: int, config: SampleConfig,
-                   use_output_cfg: bool = True,
-                   on_shard: Optional[callable] = None
-                   ) -> Iterator[str]:
-  """The local runner: the sorted TSV lines of every shard's pairs (their
-  union when `config.dedup`). `on_shard(shard, stats)` after each."""
-  lines = []
+                   out_dir: str, use_output_cfg: bool = True,
+                   on_shard: Optional[Callable[[int, dict], None]] = None
+                   ) -> int:
+  """The local runner: writes every shard's file; returns the number of
+  lines. `on_shard(shard, stats)` after each."""
   prepared = prepare(model, config, use_output_cfg)
+  seen = set()
+  total = 0
   for shard in range(num_shards):
-    pairs, stats = sample_shard(model, num, num_shards, shard, config,
+    lines, stats = sample_shard(model, num, num_shards, shard, config,
                                 use_output_cfg, prepared)
-    lines.extend(f"{x}\t{y}" for x, y in pairs)
+    if config.dedup:  # kept by the first shard that drew it
+      lines = [line for line in dict.fromkeys(lines) if line not in seen]
+      seen.update(lines)
+    write_shard(out_dir, shard, num_shards, lines)
+    total += len(lines)
     if on_shard:
       on_shard(shard, stats)
-  if config.dedup:
-    lines = set(lines)
-  return iter(sorted(lines))
+  return total
+
+
+def concatenate(out_dir: str, num_shards: int) -> str:
+  """DIR/samples.tsv: the shards' files in shard order (streamed)."""
+  def lines():
+    for shard in range(num_shards):
+      with open(shard_path(out_dir, shard, num_shards),
+                encoding="utf-8") as f:
+        yield from f
+  path = os.path.join(out_dir, "samples.tsv")
+  atomic_write_text(path, lines())
+  return path

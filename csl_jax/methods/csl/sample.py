@@ -26,9 +26,10 @@ def sample(out_dir: str, model: str, num: int = 100_000,
   """Writes DIR/samples.tsv; returns the summary (rates, distinct inputs,
   `candidates`: the samples file, for the pipeline).
 
-  `shards`: draw in that many independently seeded shards (`shards.py`);
-  with `runner`, as an Apache Beam pipeline (DIR/samples-SSSSS-of-NNNNN.tsv,
-  the same pairs as the local sharded run); `pipeline_args`: Beam flags.
+  `shards`: draw in that many independently seeded shards (`shards.py`:
+  DIR/samples-SSSSS-of-NNNNN.tsv, and samples.tsv their concatenation);
+  with `runner`, as an Apache Beam pipeline (the same bytes);
+  `pipeline_args`: Beam flags.
   """
   if num < 1:
     raise InputError(f"num must be >= 1, not {num}")
@@ -58,8 +59,11 @@ def _sharded(out_dir: str, model: str, num: int, use_output_cfg: bool,
              ) -> Dict[str, Any]:
   shards_lib.shard_sizes(num, num_shards)  # a clear error before any work
   os.makedirs(out_dir, exist_ok=True)
+  for old in glob.glob(os.path.join(out_dir, "samples-*-of-*.tsv")):
+    os.remove(old)  # another shard count's files
   summary = dict(model=os.fspath(model), num_requested=num,
-                 num_shards=num_shards, config=configs.to_json(config))
+                 num_shards=num_shards, config=configs.to_json(config),
+                 runner=runner or "local")
   if runner is None:
     csl = CSLModel.load(model)
     attempts = [0]
@@ -69,26 +73,24 @@ def _sharded(out_dir: str, model: str, num: int, use_output_cfg: bool,
       logging.info("shard %d/%d: %d pairs", shard + 1, num_shards,
                    stats["num_samples"])
 
-    path = os.path.join(out_dir, "samples.tsv")
-    lines = list(shards_lib.sample_sharded(csl, num, num_shards, config,
-                                           use_output_cfg, on_shard))
-    atomic_write_text(path, (line + "\n" for line in lines))
-    summary.update(candidates=path, num_examples=len(lines),
-                   num_attempts=attempts[0], runner="local")
-    return summary
-  # pylint: disable=g-import-not-at-top
-  from csl_jax.sampling import beam_sampling
-  # pylint: enable=g-import-not-at-top
-  prefix = os.path.join(out_dir, "samples")
-  for old in glob.glob(prefix + "-*-of-*.tsv"):  # a rerun's stale shards
-    os.remove(old)
-  beam_sampling.run(model, num, num_shards, config, prefix, runner,
-                    pipeline_args, use_output_cfg)
-  files = sorted(glob.glob(prefix + "-*-of-*.tsv"))
-  count = 0
-  for f in files:
-    with open(f, encoding="utf-8") as lines:
-      count += sum(1 for _ in lines)
-  summary.update(candidates=files, num_examples=count, runner=runner,
-                 pipeline_args=list(pipeline_args))
+    shards_lib.sample_sharded(csl, num, num_shards, config, out_dir,
+                              use_output_cfg, on_shard)
+    summary["num_attempts"] = attempts[0]
+  else:
+    # pylint: disable=g-import-not-at-top
+    from csl_jax.sampling import beam_sampling
+    # pylint: enable=g-import-not-at-top
+    beam_sampling.run(model, num, num_shards, config, out_dir, runner,
+                      pipeline_args, use_output_cfg)
+    summary["pipeline_args"] = list(pipeline_args)
+    for shard in range(num_shards):  # a shard left empty by dedup
+      path = shards_lib.shard_path(out_dir, shard, num_shards)
+      if not os.path.exists(path):
+        atomic_write_text(path, "")
+  path = shards_lib.concatenate(out_dir, num_shards)
+  with open(path, encoding="utf-8") as f:
+    count = sum(1 for _ in f)
+  summary.update(candidates=path, num_examples=count,
+                 shard_files=[shards_lib.shard_path(out_dir, k, num_shards)
+                              for k in range(num_shards)])
   return summary
