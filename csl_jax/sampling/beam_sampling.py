@@ -1,10 +1,12 @@
 """CSL sampling as an Apache Beam pipeline: one element per shard (its
 seed from the run seed, `shards`), each worker loads the model once and
-draws its shards; with dedup, each pair goes to the first shard that drew
-it (the minimum shard per line, a combine); each shard's lines are
-grouped and written, sorted, to its own file. The same bytes as
+draws its shards and writes each shard's file itself (no shuffle: memory
+per worker is one shard). With dedup, each pair goes to the first shard
+that drew it (the minimum shard per line, a combine), then each shard's
+lines are grouped and written: a shuffle of every pair (on one machine
+the DirectRunner holds it in memory). The same bytes as
 `shards.sample_sharded` for the same seed and shard count, on any runner
-and any number of workers; memory per worker: one shard.
+and any number of workers.
 """
 
 from typing import Sequence
@@ -39,6 +41,9 @@ def run(model_dir: str, num: int, num_shards: int, config: SampleConfig,
                                          self.prepared)
       beam.metrics.Metrics.counter("csl_sample", "attempts").inc(
           int(stats["num_attempts"]))
+      if not config.dedup:  # the shard is final: written here, no shuffle
+        shards.write_shard(out_dir, shard, num_shards, lines)
+        return
       for line in lines:
         yield line, shard
 
@@ -52,8 +57,8 @@ def run(model_dir: str, num: int, num_shards: int, config: SampleConfig,
              | "Spread" >> beam.Reshuffle()
              | "Sample" >> beam.ParDo(SampleShards()))
     if config.dedup:
-      drawn = drawn | "FirstShard" >> beam.CombinePerKey(min)
-    _ = (drawn
-         | "ByShard" >> beam.Map(lambda kv: (kv[1], kv[0]))
-         | "Group" >> beam.GroupByKey()
-         | "Write" >> beam.Map(write))
+      _ = (drawn
+           | "FirstShard" >> beam.CombinePerKey(min)
+           | "ByShard" >> beam.Map(lambda kv: (kv[1], kv[0]))
+           | "Group" >> beam.GroupByKey()
+           | "Write" >> beam.Map(write))
