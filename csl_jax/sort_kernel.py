@@ -1,4 +1,4 @@
-"""A stable argsort for numba kernels.
+"""A stable argsort and a binary search for numba kernels.
 
 numba compiles its own `np.sort` / `np.argsort` again inside every cached
 kernel that calls them, 1-2 s each on a cold cache (BENCHMARKS.md "Issue 17
@@ -38,3 +38,17 @@ def stable_argsort(keys):
     idx, tmp = tmp, idx
     width *= 2
   return idx
+
+
+@numba.njit(cache=True)
+def lower_bound(sorted_values, value):
+  """The first index i with sorted_values[i] >= value (len if none), as
+  np.searchsorted(..., side="left")."""
+  lo, hi = 0, sorted_values.shape[0]
+  while lo < hi:
+    mid = (lo + hi) // 2
+    if sorted_values[mid] < value:
+      lo = mid + 1
+    else:
+      hi = mid
+  return lo

@@ -28,3 +28,12 @@ def test_twin_and_numpy(keys):
   got = sort_kernel.stable_argsort(np.array(keys, np.int64)).tolist()
   assert got == sort_kernel_reference.stable_argsort(keys)
   assert got == np.argsort(np.array(keys, np.int64), kind="stable").tolist()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(-5, 5), max_size=30), st.integers(-6, 6))
+def test_lower_bound_twin_and_numpy(values, value):
+  values = sorted(values)
+  got = sort_kernel.lower_bound(np.array(values, np.int64), value)
+  assert got == sort_kernel_reference.lower_bound(values, value)
+  assert got == np.searchsorted(np.array(values, np.int64), value)

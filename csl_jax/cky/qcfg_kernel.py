@@ -19,7 +19,7 @@ import numba
 import numpy as np
 
 from csl_jax import numba_fixes  # noqa: F401  pylint: disable=unused-import
-from csl_jax.sort_kernel import stable_argsort
+from csl_jax.sort_kernel import lower_bound, stable_argsort
 
 _BIG = np.int64(1) << 40
 
@@ -329,19 +329,6 @@ def pair_chart(x, y, src_sym, src_len, tgt_sym, tgt_len, tgt_first, num_nts,
 
 
 @numba.njit(cache=True)
-def _position(sorted_values, value):
-  """The index of `value` in the ascending array that holds it."""
-  lo, hi = 0, sorted_values.shape[0] - 1
-  while lo < hi:
-    mid = (lo + hi) // 2
-    if sorted_values[mid] < value:
-      lo = mid + 1
-    else:
-      hi = mid
-  return lo
-
-
-@numba.njit(cache=True)
 def prune_pair_forest(n, m, chart, e_rule, e_parent, e_child, ne):
   """Keeps the items reachable from the root (0, n, 0, m).
 
@@ -374,7 +361,7 @@ def prune_pair_forest(n, m, chart, e_rule, e_parent, e_child, ne):
   items = items[:count]
   reached = np.zeros(count, np.bool_)
   stack = np.empty(count, np.int64)  # each item pushed once
-  u = _position(items, root)
+  u = lower_bound(items, root)
   reached[u] = True
   stack[0] = u
   top = 1
@@ -387,7 +374,7 @@ def prune_pair_forest(n, m, chart, e_rule, e_parent, e_child, ne):
       for a in range(width):
         c = e_child[e, a]
         if c >= 0:
-          v = _position(items, c)
+          v = lower_bound(items, c)
           if items[v] != c:
             raise ValueError("a chart item without a recorded edge")
           if not reached[v]:
@@ -435,7 +422,7 @@ def prune_pair_forest(n, m, chart, e_rule, e_parent, e_child, ne):
       for a in range(width):
         c = e_child[e, a]
         if c >= 0:
-          out_child[out, a] = node_of[_position(items, c)]
+          out_child[out, a] = node_of[lower_bound(items, c)]
       out += 1
   return nodes, out_rule, out_parent, out_child
 

@@ -14,6 +14,7 @@ import numba
 import numpy as np
 
 from csl_jax import numba_fixes  # noqa: F401  pylint: disable=unused-import
+from csl_jax.sort_kernel import lower_bound
 
 SEP = 0
 SPAN_END = -100   # closes a span in a fragment's hash
@@ -94,13 +95,7 @@ def ngram_hashes(tokens, offsets, max_size):
 
 @numba.njit(nogil=True, cache=True)
 def _contains_sorted(values, x):
-  lo, hi = 0, values.shape[0]
-  while lo < hi:
-    mid = (lo + hi) // 2
-    if values[mid] < x:
-      lo = mid + 1
-    else:
-      hi = mid
+  lo = lower_bound(values, x)
   return lo < values.shape[0] and values[lo] == x
 
 
