@@ -48,15 +48,15 @@ def test_local_run_is_its_shards_drawn_alone(tmp_path):
   # Another shard count is another (seeded) draw of the same size.
   other = tmp_path / "other"
   shards.sample_sharded(model, 300, 4, config, str(other))
-  assert (_read(shards.concatenate(str(other), 4))
-          != _read(shards.concatenate(str(tmp_path), 5)))
+  assert (_read(shards.concatenate(str(other), 4)[0])
+          != _read(shards.concatenate(str(tmp_path), 5)[0]))
 
 
 def test_dedup_keeps_a_pair_in_the_first_shard_that_drew_it(tmp_path):
   model = models.random_model(models.TOY_RULES, 0, 2)
   config = SampleConfig(max_depth=3, seed=1, dedup=True)
   total = shards.sample_sharded(model, 40, 4, config, str(tmp_path))
-  lines = _read(shards.concatenate(str(tmp_path), 4)).splitlines()
+  lines = _read(shards.concatenate(str(tmp_path), 4)[0]).splitlines()
   assert len(lines) == total == len(set(lines))
   drawn = [set(shards.sample_shard(model, 40, 4, k, config)[0])
            for k in range(4)]
@@ -87,7 +87,7 @@ def test_stage_local_sharded(tmp_path):
                               config=config, shards=3)
   shards.sample_sharded(model, 50, 3, config, str(tmp_path / "direct"))
   assert _read(summary["candidates"]) == _read(
-      shards.concatenate(str(tmp_path / "direct"), 3))
+      shards.concatenate(str(tmp_path / "direct"), 3)[0])
   assert summary["num_examples"] == 50
   # A rerun with fewer shards leaves no stale shard files behind.
   summary = sample_lib.sample(str(tmp_path / "out"), model_dir, num=50,

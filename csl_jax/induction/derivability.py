@@ -94,19 +94,18 @@ class RuleChecker:
                           symbols=encoder.symbols if encoder else None)
     widest = max(int(grammar.num_nts.max(initial=0)), max_nts, 1)
     self.grammar = dataclasses.replace(grammar, max_nts=widest)
-    self.enabled = np.zeros(len(self.rules) + len(leaves), np.bool_)
+    # The enabled rules as the kernel's rule values (all ones: enabled,
+    # 0: not); the leaves always.
+    self._every = ~np.uint64(0)
+    self._vals = np.zeros(len(self.rules) + len(leaves), np.uint64)
+    self._vals[len(self.rules):] = self._every
     self._packed: Dict[Rule, Tuple[np.ndarray, ...]] = {}
     self._grammar_args = forest.grammar_args(self.grammar)
     self._no_extra_off = np.zeros(2, np.int64)
     self._no_extras = np.zeros(0, np.int64)
-    self.enabled[len(self.rules):] = True
-    # `enabled` as the kernel's rule values, kept in step by `enable`.
-    self._every = ~np.uint64(0)
-    self._vals = forest.rule_values(self.enabled)
 
   def enable(self, rules: Sequence[Rule], on: bool = True) -> None:
     for r in rules:
-      self.enabled[self.index[r]] = on
       self._vals[self.index[r]] = self._every if on else 0
 
   def derivable(self, pairs: Sequence[Tuple[Sequence[str], Sequence[str]]],

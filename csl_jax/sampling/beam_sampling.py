@@ -9,6 +9,7 @@ the DirectRunner holds it in memory). The same bytes as
 and any number of workers.
 """
 
+import os
 from typing import Sequence
 
 from csl_jax.beam import options as beam_options
@@ -62,3 +63,6 @@ def run(model_dir: str, num: int, num_shards: int, config: SampleConfig,
            | "ByShard" >> beam.Map(lambda kv: (kv[1], kv[0]))
            | "Group" >> beam.GroupByKey()
            | "Write" >> beam.Map(write))
+  for shard in range(num_shards):  # a shard dedup left empty: no group
+    if not os.path.exists(shards.shard_path(out_dir, shard, num_shards)):
+      shards.write_shard(out_dir, shard, num_shards, [])

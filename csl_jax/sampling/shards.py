@@ -64,8 +64,7 @@ def sample_shard(model, num: int, num_shards: int, shard: int,
   size = shard_sizes(num, num_shards)[shard]
   prepared = prepared or prepare(model, config, use_output_cfg)
   result = sampler.sample(model, size, shard_config(config, shard),
-                          model.output_cfg if use_output_cfg else None,
-                          prepared)
+                          prepared=prepared)
   return [f"{x}\t{y}" for x, y in result.pairs], result.stats
 
 
@@ -97,13 +96,18 @@ def sample_sharded(model, num: int, num_shards: int, config: SampleConfig,
   return total
 
 
-def concatenate(out_dir: str, num_shards: int) -> str:
-  """DIR/samples.tsv: the shards' files in shard order (streamed)."""
+def concatenate(out_dir: str, num_shards: int) -> Tuple[str, int]:
+  """DIR/samples.tsv, the shards' files in shard order (streamed), and its
+  number of lines."""
+  count = [0]
+
   def lines():
     for shard in range(num_shards):
       with open(shard_path(out_dir, shard, num_shards),
                 encoding="utf-8") as f:
-        yield from f
+        for line in f:
+          count[0] += 1
+          yield line
   path = os.path.join(out_dir, "samples.tsv")
   atomic_write_text(path, lines())
-  return path
+  return path, count[0]

@@ -123,10 +123,10 @@ def sharded_greedy_queries(features: diversity.PoolFeatures, k: int,
   objective H(A) + H(C) against it."""
   if num_shards < 1:
     raise InputError(f"CMaxEnt.num_shards must be >= 1, got {num_shards}")
-  matrix = _matrix(features)
-  avail = features.available()
   if num_shards == 1:
     return greedy_queries(features, k, tol, kernel)
+  matrix = _matrix(features)
+  avail = features.available()
   winners = np.concatenate(
       [shard_greedy(matrix, avail, q, k, tol, kernel)
        for q in shard_of_queries(len(avail), num_shards)])
@@ -138,17 +138,14 @@ def hybrid_queries(features: diversity.PoolFeatures, k: int, seed: int,
   """CMaxEnt+UAT's query picks (`kernel`: the module with `hybrid`)."""
   by_template = np.argsort(features.template_of, kind="stable")
   ptr, ids, vals, num_atoms, num_features = _matrix(features)
-  rows = scipy.sparse.csr_matrix((vals, ids, ptr))[by_template]
-  rows.sort_indices()
+  rows = _rows(ptr, ids, vals, by_template)
   tmpl_ptr = np.zeros(len(features.templates) + 1, np.int64)
   tmpl_ptr[1:] = np.cumsum(np.bincount(features.template_of,
                                        minlength=len(features.templates)))
   u = np.random.default_rng([seed, 1]).random(int(k))
   picks = kernel.hybrid(
-      rows.indptr.astype(np.int64), rows.indices.astype(np.int64),
-      rows.data.astype(np.float64), num_atoms, num_features,
-      features.available()[by_template], tmpl_ptr, int(k),
-      u, tol)
+      *rows, num_atoms, num_features, features.available()[by_template],
+      tmpl_ptr, int(k), u, tol)
   return by_template[picks]
 
 

@@ -11,7 +11,6 @@ import gin
 from csl_jax import configs
 from csl_jax.data import tsv
 from csl_jax.errors import InputError
-from csl_jax.files import atomic_write_text
 from csl_jax.model.csl_model import CSLModel
 from csl_jax.sampling import sampler
 from csl_jax.sampling import shards as shards_lib
@@ -83,13 +82,7 @@ def _sharded(out_dir: str, model: str, num: int, use_output_cfg: bool,
     beam_sampling.run(model, num, num_shards, config, out_dir, runner,
                       pipeline_args, use_output_cfg)
     summary["pipeline_args"] = list(pipeline_args)
-    for shard in range(num_shards):  # a shard left empty by dedup
-      path = shards_lib.shard_path(out_dir, shard, num_shards)
-      if not os.path.exists(path):
-        atomic_write_text(path, "")
-  path = shards_lib.concatenate(out_dir, num_shards)
-  with open(path, encoding="utf-8") as f:
-    count = sum(1 for _ in f)
+  path, count = shards_lib.concatenate(out_dir, num_shards)
   summary.update(candidates=path, num_examples=count,
                  shard_files=[shards_lib.shard_path(out_dir, k, num_shards)
                               for k in range(num_shards)])
