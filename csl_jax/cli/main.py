@@ -29,6 +29,7 @@ from csl_jax.cli import sample
 from csl_jax.cli import train_seq2seq
 from csl_jax.cli import vocab
 from csl_jax.cli import prepare
+from csl_jax.cli import run_bundle
 from csl_jax.cli import stage
 from csl_jax.errors import InputError
 
@@ -51,6 +52,7 @@ SUBCOMMANDS = {
     "decode": train_seq2seq,
     "vocab": vocab,
     "difficulty": difficulty,
+    "run-bundle": run_bundle,
 }
 
 

@@ -46,6 +46,7 @@ from csl_jax.methods import base as method_base
 from csl_jax.pipeline import augment as augment_lib
 from csl_jax.pipeline import cache
 from csl_jax.pipeline import lock
+from csl_jax.seq2seq import bundle as bundle_lib
 from csl_jax.seq2seq import config as seq2seq_config
 
 # The CSL sampler's seed: each cell's seed draws its own synthetic data.
@@ -150,6 +151,8 @@ class _Context:
   train_config: Any
   # {training data row: "equal" or "union"}; rows not listed: "equal".
   mixing: Mapping[str, str] = dataclasses.field(default_factory=dict)
+  # Cells exported to this directory, trained elsewhere (seq2seq/bundle.py).
+  bundle: Optional[str] = None
 
 
 def _train_vocab(directory: str, files: Sequence[str], model_type: str
@@ -204,10 +207,65 @@ def _cell_stage(cell: grid_lib.Cell, run_dir: str, synthetic: Optional[str],
          if ctx.mixing.get(cell.data, "equal") != "equal" and
          not pretrain else {}),
       "decode": {"beam_size": ctx.beam_size, "parts": list(ctx.eval_parts)},
+      # Only when set: the arrays trainer draws other batches (arrays.py).
+      **({"trainer": "bundle"} if ctx.bundle else {}),
   }
   name = _task_name(ctx.dataset, cell.split)
+  train_task = name if cell.data == grid_lib.ORIGINAL else \
+      f"{name}_{cell.data}_mixture"
+
+  def scored(directory: str, summary: Dict[str, Any],
+             rows: Mapping[str, List[tuple]],
+             perplexities: Mapping[str, float]) -> Dict[str, Any]:
+    summary["parts"] = {}
+    for part in ctx.eval_parts:
+      expected = tsv.read_tsv(parts[part])
+      if [r[0].split() for r in rows[part]] != [e.input.split()
+                                                 for e in expected]:
+        raise RuntimeError(f"decoded {part} rows are not in the order of "
+                           f"{parts[part]}: categories would misalign")
+      atomic_write_text(os.path.join(directory, part, "predictions.tsv"),
+                        "".join("\t".join(r) + "\n" for r in rows[part]))
+      summary["parts"][part] = results_lib.score(rows[part],
+                                                 categories.get(part))
+      summary["parts"][part]["perplexity"] = perplexities[part]
+    return summary
+
+  def run_bundled(directory: str) -> Dict[str, Any]:
+    # pylint: disable=g-import-not-at-top
+    from csl_jax.seq2seq import decode
+    from csl_jax.seq2seq import input_pipeline
+    # pylint: enable=g-import-not-at-top
+    key = cache.stage_key("cell", inputs, config)["key"]
+    done = bundle_lib.outputs(ctx.bundle, cell.path, key)
+    if done is None:
+      bundle_lib.export_cell(ctx.bundle, cell.path, key, train_task, name,
+                             ctx.eval_parts, ctx.model_config, train_config,
+                             ctx.beam_size, ctx.decode_batch_size)
+      raise bundle_lib.Pending(cell.path)
+    lengths = input_pipeline.lengths(ctx.model_config.max_input_len,
+                                     ctx.model_config.max_target_len)
+    rows = {p: decode.score_predictions(
+        name, decode.split_examples(name, p, lengths),
+        done["parts"][p]["ids"])[0] for p in ctx.eval_parts}
+    board = os.path.join(ctx.bundle, bundle_lib.CELLS_DIR, cell.path,
+                         "train", "tensorboard")
+    if os.path.isdir(board):  # the learning curves of the plots
+      shutil.copytree(board, os.path.join(directory, "train", "tensorboard"),
+                      dirs_exist_ok=True)
+    summary = {"split": cell.split, "data": cell.data, "seed": cell.seed,
+               "regime": config["regime"], "train": done["train"],
+               "train_seconds": done["train_seconds"],
+               "examples_per_second": done["train"].get(
+                   "examples_per_second"),
+               "decode_seconds": done["decode_seconds"],
+               "device": done.get("device")}
+    return scored(directory, summary, rows, {
+        p: done["parts"][p]["perplexity"] for p in ctx.eval_parts})
 
   def run(directory: str) -> Dict[str, Any]:
+    if ctx.bundle:
+      return run_bundled(directory)
     # pylint: disable=g-import-not-at-top
     from csl_jax.seq2seq import decode
     from csl_jax.seq2seq import input_pipeline
@@ -221,7 +279,7 @@ def _cell_stage(cell: grid_lib.Cell, run_dir: str, synthetic: Optional[str],
       metrics = train_lib.train(train_dir, name, ctx.model_config,
                                 train_config, progress=False)
     elif not pretrain:
-      metrics = train_lib.train(train_dir, f"{name}_{cell.data}_mixture",
+      metrics = train_lib.train(train_dir, train_task,
                                 ctx.model_config, train_config,
                                 progress=False)
     else:
@@ -245,21 +303,14 @@ def _cell_stage(cell: grid_lib.Cell, run_dir: str, synthetic: Optional[str],
     lengths = input_pipeline.lengths(model_config.max_input_len,
                                      model_config.max_target_len)
     start = time.time()
-    summary["parts"] = {}
-    for part in ctx.eval_parts:
-      rows, _ = decode.evaluate(model, params, name, part, lengths,
-                                ctx.decode_batch_size, ctx.beam_size)
-      expected = tsv.read_tsv(parts[part])
-      if [r[0].split() for r in rows] != [e.input.split() for e in expected]:
-        raise RuntimeError(f"decoded {part} rows are not in the order of "
-                           f"{parts[part]}: categories would misalign")
-      atomic_write_text(os.path.join(directory, part, "predictions.tsv"),
-                        "".join("\t".join(r) + "\n" for r in rows))
-      summary["parts"][part] = results_lib.score(rows, categories.get(part))
-      summary["parts"][part]["perplexity"] = train_lib.perplexity(
-          model, params, name, part, lengths, ctx.decode_batch_size)
+    rows = {p: decode.evaluate(model, params, name, p, lengths,
+                               ctx.decode_batch_size, ctx.beam_size)[0]
+            for p in ctx.eval_parts}
+    perplexities = {p: train_lib.perplexity(model, params, name, p, lengths,
+                                            ctx.decode_batch_size)
+                    for p in ctx.eval_parts}
     summary["decode_seconds"] = time.time() - start
-    return summary
+    return scored(directory, summary, rows, perplexities)
 
   return method_base.Stage("cell", inputs, config, run)
 
@@ -316,6 +367,7 @@ def experiment(out_dir: str,
                synthetic_per_seed: bool = True,
                vocab_model_type: str = "word",
                mixing: str = "method",
+               bundle: Optional[str] = None,
                wait: bool = False) -> Dict[str, Any]:
   """Runs (or resumes) the grid into `out_dir`; returns its summary.
 
@@ -351,6 +403,10 @@ def experiment(out_dir: str,
       union, as primitive augmentation and AugZero train), or "method"
       (each method's own `mixing`: union for primaug and augzero, equal
       for the others). Selected subsets always mix as equal.
+    bundle: a directory: the cells are not trained here but exported
+      there (token arrays and specs) for `csl-jax run-bundle` on a machine
+      with an accelerator and JAX alone; rerun once the bundle is back to
+      score and record them (`csl_jax/seq2seq/bundle.py`). Mixture regime.
     wait: wait for another process holding `out_dir` instead of stopping.
   """
   # pylint: disable=g-import-not-at-top
@@ -385,6 +441,9 @@ def experiment(out_dir: str,
   if regime not in grid_lib.REGIMES:
     raise InputError(f"experiment.regime: {regime!r}; valid: "
                      f"{', '.join(grid_lib.REGIMES)}")
+  if bundle and regime != "mixture":
+    raise InputError("experiment.bundle: the mixture regime only (a "
+                     "pretrain_finetune cell trains twice)")
   for label, value in (("beam_size", beam_size),
                        ("decode_batch_size", decode_batch_size),
                        ("finetune_steps", finetune_steps)):
@@ -486,8 +545,8 @@ def experiment(out_dir: str,
     # 3. The cells.
     ctx = _Context(out_dir, dataset, regime, finetune_steps, eval_parts,
                    beam_size, decode_batch_size, model_config, train_config,
-                   row_mixing)
-    records, cell_dirs, seconds = [], {}, []
+                   row_mixing, os.path.abspath(bundle) if bundle else None)
+    records, cell_dirs, seconds, pending = [], {}, [], []
     for index, cell in enumerate(cells, start=1):
       run_dir = run_dirs[(cell.split, cell.seed)]
       vocabulary = tasks.vocab.get_vocabulary("sentencepiece",
@@ -532,7 +591,13 @@ def experiment(out_dir: str,
              f"{left} cell(s)" if seconds else "ETA after the first cell")
       _say(f"cell {index}/{len(cells)} {dataset} {cell.describe()} -> "
            f"{cell_dir}; {eta}")
-      summary = cache.run_stage(stage, cell_dir)
+      try:
+        summary = cache.run_stage(stage, cell_dir)
+      except bundle_lib.Pending:
+        pending.append(cell.path)
+        _say(f"cell {index}/{len(cells)} {cell.describe()}: exported to "
+             f"{bundle}")
+        continue
       if summary.get("seconds") is not None:  # a cached cell's own time
         seconds.append(summary["seconds"])
       record = _record(cell, summary, _count_lines(os.path.join(
@@ -548,6 +613,14 @@ def experiment(out_dir: str,
           if os.path.isdir(os.path.join(cell_dir, d))]
       results_lib.write_jsonl(out_dir, records)
       results_lib.write_tables(out_dir, records, rows, meta, {})
+    if pending:
+      _say(f"{len(pending)} cell(s) wait in the bundle: run `csl-jax "
+           f"run-bundle {bundle}` where the accelerator is (JAX, Flax, "
+           "optax, orbax; no TensorFlow needed), bring the directory back "
+           "and rerun this command")
+      return {"results": os.path.join(out_dir, results_lib.RESULTS_JSONL),
+              "num_cells": len(cells), "records": records,
+              "pending": pending}
     plots = plots_lib.write_plots(out_dir, records, splits, cell_dirs)
     written = results_lib.write_tables(out_dir, records, rows, meta, plots)
   _say(f"done: {written['markdown']}, {written['html']}")

@@ -13,7 +13,6 @@ from typing import Any, Dict, List, Sequence, Tuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-import seqio
 
 from csl_jax import progress as progress_lib
 from csl_jax.seq2seq import input_pipeline
@@ -195,7 +194,7 @@ def predict(model, params, inputs, max_len: int, beam_size: int = 1,
   return np.asarray(beam(model, params, inputs, max_len, beam_size)[0])
 
 
-def _batch_rows(batch_size: int) -> int:
+def batch_rows(batch_size: int) -> int:
   """Rows of every decoding batch: batch_size, the last, partial, batch and
   a small split padded to it (as T5X's infer does), so one compiled decoder
   serves every split and call of a model (BENCHMARKS.md "Issue 10 → Test
@@ -211,7 +210,7 @@ def translate(model, params, vocabulary, texts: Sequence[str],
   """Decodes raw texts (e.g. backtranslation: sampled programs into
   utterances), tokenized as the tasks do (`append_eos_after_trim`). Returns
   the decoded texts and how many inputs were cut to max_input_len."""
-  rows = _batch_rows(batch_size)
+  rows = batch_rows(batch_size)
   out, cut = [], 0
   for start in progress_lib.progress(range(0, len(texts), batch_size),
                                      disable=not progress, desc="decode",
@@ -237,31 +236,53 @@ def evaluate(model, params, task_name: str, split: str,
 
   Metrics are the task's own metric functions over its postprocessed text.
   """
+  examples = split_examples(task_name, split, feature_lengths)
+  predicted = []
+  rows = batch_rows(batch_size)
+  for start in range(0, len(examples), batch_size):
+    chunk = examples[start:start + batch_size]
+    inputs = np.zeros((rows, feature_lengths["inputs"]), np.int32)
+    for j, ex in enumerate(chunk):
+      inputs[j, :len(ex["inputs"])] = ex["inputs"]
+    predicted += strip_eos(predict(model, params, jnp.asarray(inputs),
+                                   feature_lengths["targets"],
+                                   beam_size))[:len(chunk)]
+  return score_predictions(task_name, examples, predicted)
+
+
+def split_examples(task_name: str, split: str,
+                   feature_lengths: Dict[str, int]) -> List[Dict[str, Any]]:
+  """A split's tokenized examples, in data order (SeqIO)."""
+  import seqio  # pylint: disable=g-import-not-at-top
   task = seqio.get_mixture_or_task(task_name)
-  vocab = task.output_features["targets"].vocabulary
   with input_pipeline.without_autograph():
     ds = task.get_dataset(sequence_length=feature_lengths, split=split,
                           shuffle=False, num_epochs=1)
-  examples = list(ds.as_numpy_iterator())
+  return list(ds.as_numpy_iterator())
+
+
+def score_predictions(task_name: str, examples: Sequence[Dict[str, Any]],
+                      predicted: Sequence[Sequence[int]]
+                      ) -> Tuple[List[Tuple[str, str, str]], Dict[str, Any]]:
+  """(input, target, prediction) rows and the task's metrics of predicted
+  ids (before EOS), one per example of `split_examples`."""
+  import seqio  # pylint: disable=g-import-not-at-top
+  if len(predicted) != len(examples):
+    raise ValueError(f"{task_name}: {len(predicted)} predictions for "
+                     f"{len(examples)} examples")
+  task = seqio.get_mixture_or_task(task_name)
+  vocab = task.output_features["targets"].vocabulary
   rows, targets, predictions = [], [], []
-  batch_rows = _batch_rows(batch_size)
-  for start in range(0, len(examples), batch_size):
-    chunk = examples[start:start + batch_size]
-    inputs = np.zeros((batch_rows, feature_lengths["inputs"]), np.int32)
-    for j, ex in enumerate(chunk):
-      inputs[j, :len(ex["inputs"])] = ex["inputs"]
-    tokens = strip_eos(predict(model, params, jnp.asarray(inputs),
-                               feature_lengths["targets"], beam_size))
-    for ex, ids in zip(chunk, tokens):
-      prediction = task.postprocess_fn(vocab.decode(ids), example=ex,
-                                       is_target=False)
-      target = task.postprocess_fn(ex["targets_pretokenized"], example=ex,
-                                   is_target=True)
-      source = ex["inputs_pretokenized"]
-      source = source.decode() if isinstance(source, bytes) else source
-      rows.append((source, target, prediction))
-      targets.append(target)
-      predictions.append(prediction)
+  for ex, ids in zip(examples, predicted):
+    prediction = task.postprocess_fn(vocab.decode(list(ids)), example=ex,
+                                     is_target=False)
+    target = task.postprocess_fn(ex["targets_pretokenized"], example=ex,
+                                 is_target=True)
+    source = ex["inputs_pretokenized"]
+    source = source.decode() if isinstance(source, bytes) else source
+    rows.append((source, target, prediction))
+    targets.append(target)
+    predictions.append(prediction)
   metrics = {"num_examples": len(rows)}
   for fn in task.predict_metric_fns or task.metric_fns:
     metrics.update(fn(targets, predictions))

@@ -1,11 +1,13 @@
-"""SeqIO task or mixture -> numpy batches for the encoder-decoder."""
+"""SeqIO task or mixture -> numpy batches for the encoder-decoder.
+
+TensorFlow and SeqIO are imported where a dataset is built: the batch
+helpers (`trim_batch`, `pad_batch`) serve the trainer on token arrays
+(`arrays.py`) on machines without them.
+"""
 
 from typing import Dict, Iterator, Mapping
 
 import numpy as np
-import seqio
-import tensorflow as tf
-from tensorflow.python.autograph.core import ag_ctx  # pylint: disable=g-direct-tensorflow-import
 
 Batch = Dict[str, np.ndarray]
 FEATURES = ("encoder_input_tokens", "decoder_input_tokens",
@@ -17,6 +19,7 @@ def lengths(max_input_len: int, max_target_len: int) -> Dict[str, int]:
 
 
 def _target_length(ex):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   return tf.reduce_sum(tf.cast(ex["decoder_target_tokens"] > 0, tf.int32))
 
 
@@ -26,18 +29,20 @@ def without_autograph():
   each one's source took about 0.3 s per `map` whenever a pipeline is
   built, most of a short run's start. Code that needs Python control flow
   over tensors then fails loudly at tracing, never silently."""
+  from tensorflow.python.autograph.core import ag_ctx  # pylint: disable=g-direct-tensorflow-import,g-import-not-at-top
   return ag_ctx.ControlStatusCtx(status=ag_ctx.Status.DISABLED)
 
 
 def get_dataset(task: str, split: str, feature_lengths: Mapping[str, int],
                 batch_size: int, shuffle: bool = False, seed: int = 0,
-                num_epochs=1, bucket_width: int = 0) -> tf.data.Dataset:
+                num_epochs=1, bucket_width: int = 0) -> "tf.data.Dataset":
   """Batched EncDec features; training drops the last partial batch.
 
   With `bucket_width` > 0, batches hold examples whose target lengths fall
   in the same `bucket_width`-wide bucket (with `trim_batch`, short batches
   then cost little); otherwise batches are drawn in data order.
   """
+  import seqio  # pylint: disable=g-import-not-at-top
   with without_autograph():
     ds = seqio.get_dataset(
         task, task_feature_lengths=dict(feature_lengths),
@@ -59,6 +64,7 @@ def materialize(task: str, split: str, feature_lengths: Mapping[str, int],
   """Every example of `split` of a task, or of each task of a mixture in
   turn (their union; rates unused), in data order: (the model's features
   as numpy arrays [N, length], the (input, target) texts)."""
+  import seqio  # pylint: disable=g-import-not-at-top
   provider = seqio.get_mixture_or_task(task)
   tasks = provider.tasks if isinstance(provider, seqio.Mixture) \
       else [provider]
@@ -105,7 +111,7 @@ def pad_batch(batch: Batch, multiple: int) -> Batch:
           for k, v in batch.items()}
 
 
-def numpy_batches(ds: tf.data.Dataset, trim_multiple: int = 0
+def numpy_batches(ds: "tf.data.Dataset", trim_multiple: int = 0
                   ) -> Iterator[Batch]:
   """The model's features as numpy; with `trim_multiple`, `trim_batch`ed."""
   for batch in ds.as_numpy_iterator():

@@ -1,4 +1,5 @@
-"""Trains the encoder-decoder on a SeqIO task or mixture.
+"""Trains the encoder-decoder on a SeqIO task or mixture (`train`), or on
+token arrays (`arrays.py`: `fit` alone, no TensorFlow nor SeqIO imported).
 
 Data parallel over `jax.local_devices()`: a 1-D mesh, batch sharded on its
 "data" axis, parameters replicated (one CPU device works unchanged). Orbax
@@ -18,7 +19,7 @@ import hashlib
 import json
 import os
 import time
-from typing import Any, Dict, Optional
+from typing import Any, Callable, Dict, Iterator, Optional
 
 from absl import logging
 from flax.training import train_state
@@ -27,8 +28,6 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import orbax.checkpoint as ocp
-import seqio
-import tensorflow as tf
 
 from csl_jax import progress as progress_lib
 from csl_jax.errors import InputError
@@ -168,6 +167,7 @@ def perplexity(model, params, task: str, split: str,
 
 
 def _sha256(path: str) -> str:
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   h = hashlib.sha256()
   with tf.io.gfile.GFile(path, "rb") as f:
     for chunk in iter(lambda: f.read(1 << 20), b""):
@@ -180,6 +180,8 @@ def data_key(task: str) -> Dict[str, Any]:
   "train" lists the sha256 of each file of the train split, in path order
   (a shard that is not a readable file, e.g. a TFDS one, by its name), so
   moving the data keeps the key and editing it changes it."""
+  import seqio  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   provider = seqio.get_mixture_or_task(task)
   if isinstance(provider, seqio.Mixture):
     tasks = [(t, float(provider.get_rate(t))) for t in provider.tasks]
@@ -308,7 +310,10 @@ LEARNING_DIR = "learning"
 def _track_train(out_dir, model, params, task, feature_lengths, step):
   """OUT/learning/step_<step>.npy: bool [num train examples], predicted
   right (greedy) at `step`, in the training split's order."""
-  from csl_jax.seq2seq import decode  # pylint: disable=g-import-not-at-top
+  # pylint: disable=g-import-not-at-top
+  import seqio
+  from csl_jax.seq2seq import decode
+  # pylint: enable=g-import-not-at-top
   if isinstance(seqio.get_mixture_or_task(task), seqio.Mixture):
     raise InputError(f"track_train_every: {task} is a mixture; track a "
                      "task's own training split")
@@ -357,19 +362,63 @@ def train(out_dir: str, task: str,
       training data or initialization (see `run_key`): it is never resumed
       nor overwritten.
   """
+  import seqio  # pylint: disable=g-import-not-at-top
   model_config = model_config or models.Seq2SeqConfig()
   config = config or TrainConfig()
   vocab = seqio.get_mixture_or_task(task).output_features["targets"].vocabulary
   if not model_config.vocab_size:
     model_config = dataclasses.replace(model_config,
                                        vocab_size=vocab.vocab_size)
+  feature_lengths = input_pipeline.lengths(model_config.max_input_len,
+                                           model_config.max_target_len)
+
+  def batches(start):
+    if config.curriculum != "none":
+      return _curriculum_batches(task, feature_lengths, config, start)
+    # Skipping what earlier runs consumed keeps a resumed run's data order.
+    ds = input_pipeline.get_dataset(task, "train", feature_lengths,
+                                    config.batch_size, shuffle=True,
+                                    seed=config.seed, num_epochs=None,
+                                    bucket_width=config.bucket_width)
+    return input_pipeline.numpy_batches(ds.skip(start), config.bucket_width)
+
+  def evaluate(state, data_sharding):
+    return evaluate_loss(state, task, config.eval_split, feature_lengths,
+                         config.batch_size, data_sharding,
+                         config.bucket_width)
+
+  def track(params, step):
+    _track_train(out_dir, models.transformer(model_config), params, task,
+                 feature_lengths, step)
+
+  return fit(out_dir, model_config, config, run_key(model_config, config,
+                                                    task), batches,
+             extra_config=extra_config, progress=progress,
+             init_from=init_from,
+             evaluate=evaluate if config.eval_split else None,
+             track=track if config.track_train_every else None)
+
+
+def fit(out_dir: str, model_config, config: TrainConfig,
+        key: Dict[str, Any], batches: Callable[[int], Iterator[Any]],
+        extra_config: Optional[Dict[str, Any]] = None,
+        progress: bool = True, init_from: Optional[str] = None,
+        evaluate: Optional[Callable[[Any, Any], Dict[str, float]]] = None,
+        track: Optional[Callable[[Any, int], None]] = None
+        ) -> Dict[str, Any]:
+  """The training loop of `train`, on any data: `batches(start)` yields
+  the batches of steps start, start + 1, ... (numpy features; the same
+  ones for a given start whenever called, so a resumed run keeps its
+  data order); `key` (`run_key`'s parts) identifies the run. `evaluate`
+  (state, sharding) -> losses on a held-out split at each checkpoint;
+  `track(params, step)` every `config.track_train_every` steps."""
   os.makedirs(out_dir, exist_ok=True)
-  key = run_key(model_config, config, task)
+  key = dict(key)
   if init_from:
     key["init"] = init_key(init_from, model_config)
   if os.path.exists(os.path.join(out_dir, CONFIG_FILE)):
     _check_resumable(out_dir, key)
-  save_config(out_dir, model_config, task, extra_config, key)
+  save_config(out_dir, model_config, key.get("task"), extra_config, key)
   n_dev = jax.local_device_count()
   if config.batch_size % n_dev:
     raise InputError(f"batch size {config.batch_size} does not divide "
@@ -383,64 +432,70 @@ def train(out_dir: str, task: str,
     state = state.replace(params=load_params(init_from)[1])
   state = jax.device_put(restore(manager, state), replicated)
   start = int(state.step)
-  feature_lengths = input_pipeline.lengths(model_config.max_input_len,
-                                           model_config.max_target_len)
-  if config.curriculum != "none":
-    batches = _curriculum_batches(task, feature_lengths, config, start)
-  else:
-    # Skipping what earlier runs consumed keeps a resumed run's data order.
-    ds = input_pipeline.get_dataset(task, "train", feature_lengths,
-                                    config.batch_size, shuffle=True,
-                                    seed=config.seed, num_epochs=None,
-                                    bucket_width=config.bucket_width)
-    batches = input_pipeline.numpy_batches(ds.skip(start),
-                                           config.bucket_width)
+  batches = batches(start)
   rates = learning_rates(config)
   summaries = TensorBoardWriter(os.path.join(out_dir, "tensorboard"))
   metrics: Dict[str, Any] = {"start_step": start}
-  history, timed_steps, timed_seconds = [], 0, 0.0
-  shapes = set()
+  history, waiting, shapes = [], [], set()
+  compile_seconds, eval_seconds, timed_steps = 0.0, 0.0, 0
   wall_start = time.time()
+
+  def fetch():
+    # Step outputs stay on the device until a log point: the loop
+    # dispatches ahead of the accelerator instead of waiting every step.
+    fetched = jax.device_get(waiting)
+    waiting.clear()
+    history.extend(float(o["loss"]) for o in fetched)
+    return fetched
+
   # A bar on a terminal, a few log lines in a log file.
   for step in progress_lib.progress(range(start, config.num_steps),
                                     disable=not progress, desc="train"):
     batch = next(batches)
     shape = tuple(v.shape for v in batch.values())
     batch = jax.device_put(batch, data_sharding)
-    tick = time.time()
+    compiles = shape not in shapes  # a new shape's first step compiles
+    if compiles:
+      jax.block_until_ready(state)
+      tick = time.time()
     state, out = train_step(state, batch, rng, rates[step])
-    out = jax.device_get(out)  # Waits, so the timing is of the step.
-    if shape in shapes:  # A new shape's first step compiles.
+    if compiles:
+      jax.block_until_ready(out)
+      compile_seconds += time.time() - tick
+      shapes.add(shape)
+    else:
       timed_steps += 1
-      timed_seconds += time.time() - tick
-    shapes.add(shape)
-    history.append(float(out["loss"]))
+    waiting.append(out)
     done = step + 1
     if done % config.log_every == 0 or done == config.num_steps:
-      scalars = {k: float(v) for k, v in out.items()}
+      scalars = {k: float(v) for k, v in fetch()[-1].items()}
       if config.curriculum != "none":
         scalars["curriculum_available"] = curriculum_lib.available_fraction(
             step, config.num_steps, config.curriculum_start,
             config.curriculum_end)
       summaries.scalars(scalars, done, "train")
-    if config.track_train_every and done % config.track_train_every == 0:
-      _track_train(out_dir, models.transformer(model_config), state.params,
-                   task, feature_lengths, done)
+    if track and done % config.track_train_every == 0:
+      tick = time.time()
+      track(state.params, done)
+      eval_seconds += time.time() - tick
     if done % config.checkpoint_every == 0 or done == config.num_steps:
       manager.save(done, args=ocp.args.StandardSave(_pytree(state)))
-      if config.eval_split:
-        metrics["eval"] = evaluate_loss(state, task, config.eval_split,
-                                        feature_lengths, config.batch_size,
-                                        data_sharding, config.bucket_width)
+      if evaluate:
+        tick = time.time()
+        metrics["eval"] = evaluate(state, data_sharding)
+        eval_seconds += time.time() - tick
         summaries.scalars(metrics["eval"], done, config.eval_split)
+  fetch()
+  steady_seconds = time.time() - wall_start - compile_seconds - eval_seconds
   manager.wait_until_finished()
   summaries.close()
   if history:
     metrics.update(first_loss=history[0], final_loss=history[-1],
                    mean_last_loss=float(np.mean(history[-10:])))
   if timed_steps:
+    # Steps that compiled nothing, data preparation included.
     metrics["examples_per_second"] = (timed_steps * config.batch_size
-                                      / timed_seconds)
+                                      / max(steady_seconds, 1e-9))
   metrics["steps"] = int(state.step)
   metrics["num_devices"] = n_dev
   metrics["wall_seconds"] = time.time() - wall_start

@@ -1,0 +1,25 @@
+"""`csl-jax run-bundle DIR`: trains and decodes an experiment's exported
+cells (`experiment.bundle`) where an accelerator is, with JAX alone."""
+
+import argparse
+
+from csl_jax.seq2seq import bundle
+
+
+def add_parser(subparsers) -> None:
+  p = subparsers.add_parser(
+      "run-bundle", help="train and decode the cells of an experiment "
+      "bundle (experiment.bundle=DIR) on this machine")
+  p.add_argument("bundle", help="the bundle directory")
+  p.add_argument("--lanes", type=int, default=1,
+                 help="cells trained at once, one process each, sharing "
+                 "the accelerator")
+  p.add_argument("--lane", type=int, default=None,
+                 help=argparse.SUPPRESS)  # run_bundle's own processes
+
+
+def main(args) -> int:
+  result = bundle.run_bundle(args.bundle, max(args.lanes, 1), args.lane)
+  print(f"[run-bundle] {len(result['cells'])} cell(s) run, "
+        f"{len(result['left'])} left in {args.bundle}")
+  return 0 if not result["left"] or args.lane is not None else 1

@@ -1,0 +1,264 @@
+"""Experiment cells trained and decoded on another machine: an accelerator
+where JAX, Flax, optax and orbax are installed but not TensorFlow or SeqIO.
+
+The experiment (with `experiment.bundle=DIR`) writes each cell it would
+train as token arrays and a spec; `csl-jax run-bundle DIR` trains and
+decodes them there (several cells at once in lanes, one process each);
+rerun with the bundle back in place, the experiment scores the predicted
+ids as it scores its own (`decode.score_predictions`) and records the
+cells. Layout:
+
+  DIR/arrays/<sha256>.npz           token arrays (`arrays.py`), by content
+  DIR/cells/<cell>/cell.json        model, trainer, data, decoding
+  DIR/cells/<cell>/train/           the trainer's directory (resumable)
+  DIR/cells/<cell>/outputs.npz      predicted ids per part (ragged)
+  DIR/cells/<cell>/outputs.json     metrics; written last: the cell is done
+
+A cell's spec carries the experiment cell's stage key: outputs of a cell
+whose data or settings changed since it was exported are never imported.
+"""
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import time
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+import numpy as np
+
+from csl_jax.errors import InputError
+from csl_jax.files import atomic_write_json
+from csl_jax.seq2seq import arrays
+from csl_jax.seq2seq import input_pipeline
+
+ARRAYS_DIR = "arrays"
+CELLS_DIR = "cells"
+CELL_FILE = "cell.json"
+OUTPUTS_FILE = "outputs.json"
+PREDICTIONS_FILE = "outputs.npz"
+
+
+class Pending(Exception):
+  """The cell is exported and waits for `csl-jax run-bundle`."""
+
+
+def _read_json(path: str) -> Optional[Dict[str, Any]]:
+  if not os.path.exists(path):
+    return None
+  with open(path, encoding="utf-8") as f:
+    return json.load(f)
+
+
+# -- The experiment's side (SeqIO) -------------------------------------------
+
+
+def _save_arrays(bundle: str, data: Mapping[str, arrays.Ragged]) -> str:
+  """`data` under DIR/arrays/<sha256>.npz; returns that relative path."""
+  directory = os.path.join(bundle, ARRAYS_DIR)
+  os.makedirs(directory, exist_ok=True)
+  tmp = os.path.join(directory, f"new.{os.getpid()}.npz")
+  digest = arrays.save(tmp, data)
+  rel = os.path.join(ARRAYS_DIR, f"{digest}.npz")
+  os.replace(tmp, os.path.join(bundle, rel))
+  return rel
+
+
+def _task_arrays(task_name: str, split: str,
+                 lengths: Mapping[str, int]) -> Dict[str, arrays.Ragged]:
+  from csl_jax.seq2seq import decode  # pylint: disable=g-import-not-at-top
+  examples = decode.split_examples(task_name, split, dict(lengths))
+  return {k: arrays.Ragged.from_rows([ex[k] for ex in examples])
+          for k in arrays.FIELDS}
+
+
+def export_cell(bundle: str, cell: str, stage_key: str, task: str,
+                eval_task: str, eval_parts: Sequence[str], model_config,
+                train_config, beam_size: int, decode_batch_size: int
+                ) -> str:
+  """Writes cell `cell` (a relative path) of training task or mixture
+  `task`, scored on `eval_parts` of `eval_task`; returns its directory.
+  An earlier export of another stage key is replaced, outputs and all."""
+  import seqio  # pylint: disable=g-import-not-at-top
+  if train_config.curriculum != "none" or train_config.track_train_every:
+    raise InputError("experiment.bundle: curricula and train tracking run "
+                     "with the local trainer only")
+  directory = os.path.join(bundle, CELLS_DIR, cell)
+  spec = _read_json(os.path.join(directory, CELL_FILE))
+  if spec and spec.get("stage_key") == stage_key:
+    return directory
+  for name in (OUTPUTS_FILE, PREDICTIONS_FILE):
+    if os.path.exists(os.path.join(directory, name)):
+      os.remove(os.path.join(directory, name))
+  provider = seqio.get_mixture_or_task(task)
+  vocab = provider.output_features["targets"].vocabulary
+  if not model_config.vocab_size:
+    model_config = dataclasses.replace(model_config,
+                                       vocab_size=vocab.vocab_size)
+  lengths = input_pipeline.lengths(model_config.max_input_len,
+                                   model_config.max_target_len)
+  members = ([(t.name, float(provider.get_rate(t))) for t in provider.tasks]
+             if isinstance(provider, seqio.Mixture) else [(task, 1.0)])
+  train_data = [{"task": name, "rate": rate,
+                 "arrays": _save_arrays(bundle, _task_arrays(name, "train",
+                                                             lengths))}
+                for name, rate in sorted(members)]
+  evals = {p: _save_arrays(bundle, _task_arrays(eval_task, p, lengths))
+           for p in eval_parts}
+  atomic_write_json(os.path.join(directory, CELL_FILE), {
+      "stage_key": stage_key, "task": task,
+      "model": dataclasses.asdict(model_config),
+      "train": dataclasses.asdict(train_config),
+      "train_data": train_data, "eval": evals,
+      "beam_size": beam_size, "decode_batch_size": decode_batch_size})
+  return directory
+
+
+def outputs(bundle: str, cell: str, stage_key: str
+            ) -> Optional[Dict[str, Any]]:
+  """The finished cell's metrics and predicted ids ({"parts": {part:
+  {"ids": rows, "perplexity": p}}, ...}); None if it is not finished or
+  was exported with another stage key."""
+  directory = os.path.join(bundle, CELLS_DIR, cell)
+  spec = _read_json(os.path.join(directory, CELL_FILE))
+  done = _read_json(os.path.join(directory, OUTPUTS_FILE))
+  if not spec or not done or spec.get("stage_key") != stage_key:
+    return None
+  predicted = arrays.load(os.path.join(directory, PREDICTIONS_FILE))
+  for part, record in done["parts"].items():
+    ragged = predicted[part]
+    record["ids"] = [ragged.row(i).tolist() for i in range(len(ragged))]
+  return done
+
+
+# -- The accelerator's side (NumPy and JAX only) -----------------------------
+
+
+def pending_cells(bundle: str) -> List[str]:
+  """Cells (relative paths) with a spec and no outputs, the first seed's
+  cells first (`<split>/<data>/seed_<s>`): a run cut short leaves whole
+  seeds done rather than whole rows."""
+  root = os.path.join(bundle, CELLS_DIR)
+  found = []
+  for dirpath, _, files in os.walk(root):
+    if CELL_FILE in files and OUTPUTS_FILE not in files:
+      found.append(os.path.relpath(dirpath, root))
+  return sorted(found, key=lambda c: (os.path.basename(c), c))
+
+
+def _perplexity(state, data, lengths, batch_size, data_sharding) -> float:
+  # pylint: disable=g-import-not-at-top
+  import jax
+  from csl_jax.seq2seq import train as train_lib
+  # pylint: enable=g-import-not-at-top
+  total_loss, total_weight = 0.0, 0.0
+  n = len(data["targets"])
+  for start in range(0, n, batch_size):
+    batch = arrays.features(data, np.arange(start, min(n, start + batch_size)),
+                            lengths)
+    batch = input_pipeline.pad_batch(batch, batch_size)
+    batch = input_pipeline.pad_batch(batch, jax.local_device_count())
+    out = jax.device_get(train_lib.eval_step(
+        state, jax.device_put(batch, data_sharding)))
+    total_loss += float(out["loss"]) * float(out["weight"])
+    total_weight += float(out["weight"])
+  return float(np.exp(total_loss / max(total_weight, 1.0)))
+
+
+def run_cell(bundle: str, cell: str, progress: bool = False
+             ) -> Dict[str, Any]:
+  """Trains (resuming) and decodes one cell; writes its outputs."""
+  # pylint: disable=g-import-not-at-top
+  import jax
+  import jax.numpy as jnp
+  import optax
+  from flax.training import train_state
+  from csl_jax.seq2seq import decode
+  from csl_jax.seq2seq import models
+  from csl_jax.seq2seq import train as train_lib
+  from csl_jax.seq2seq.config import TrainConfig
+  from csl_jax.seq2seq.config import train_key
+  # pylint: enable=g-import-not-at-top
+  directory = os.path.join(bundle, CELLS_DIR, cell)
+  spec = _read_json(os.path.join(directory, CELL_FILE))
+  if spec is None:
+    raise InputError("no cell.json", directory)
+  model_config = models.Seq2SeqConfig(**spec["model"])
+  config = TrainConfig(**spec["train"])
+  lengths = input_pipeline.lengths(model_config.max_input_len,
+                                   model_config.max_target_len)
+  tasks = [arrays.load(os.path.join(bundle, t["arrays"]))
+           for t in spec["train_data"]]
+  rates = [t["rate"] for t in spec["train_data"]]
+  key = {"model": dataclasses.asdict(model_config), "task": spec["task"],
+         "train": train_key(config),
+         "data": {t["task"]: {"rate": t["rate"], "train": [t["arrays"]]}
+                  for t in spec["train_data"]}}
+  start = time.time()
+  metrics = train_lib.fit(
+      os.path.join(directory, "train"), model_config, config, key,
+      lambda first: arrays.batches(tasks, rates, lengths, config.batch_size,
+                                   config.bucket_width, config.seed, first),
+      progress=progress)
+  train_seconds = time.time() - start
+  model, params = train_lib.load_params(os.path.join(directory, "train"))
+  data_sharding, replicated = train_lib.shardings(train_lib.make_mesh())
+  state = jax.device_put(train_state.TrainState.create(
+      apply_fn=model.apply, params=params, tx=optax.identity()), replicated)
+  start = time.time()
+  batch_size = spec["decode_batch_size"]
+  rows = decode.batch_rows(batch_size)
+  parts, predicted = {}, {}
+  for part, rel in spec["eval"].items():
+    data = arrays.load(os.path.join(bundle, rel))
+    n = len(data["inputs"])
+    ids: List[List[int]] = []
+    for first in range(0, n, batch_size):
+      index = np.arange(first, min(n, first + batch_size))
+      inputs = np.zeros((rows, lengths["inputs"]), np.int32)
+      inputs[:len(index)] = data["inputs"].padded(index, lengths["inputs"])
+      ids += decode.strip_eos(decode.predict(
+          model, params, jnp.asarray(inputs), lengths["targets"],
+          spec["beam_size"]))[:len(index)]
+    predicted[part] = arrays.Ragged.from_rows(ids)
+    parts[part] = {"num_examples": n, "perplexity": _perplexity(
+        state, data, lengths, batch_size, data_sharding)}
+  arrays.save(os.path.join(directory, PREDICTIONS_FILE), predicted)
+  done = {"train": metrics, "train_seconds": train_seconds,
+          "decode_seconds": time.time() - start, "parts": parts,
+          "device": str(jax.devices()[0].device_kind)}
+  atomic_write_json(os.path.join(directory, OUTPUTS_FILE), done)
+  return done
+
+
+def run_bundle(bundle: str, lanes: int = 1, lane: Optional[int] = None,
+               progress: bool = True) -> Dict[str, Any]:
+  """Every pending cell of `bundle`. With `lanes` > 1, that many processes
+  share the accelerator (small models leave most of it idle), lane i
+  taking pending cells i, i + lanes, ...; each gets 1/lanes of its memory."""
+  if not os.path.isdir(os.path.join(bundle, CELLS_DIR)):
+    raise InputError("not a bundle (no cells/)", bundle)
+  cells = pending_cells(bundle)
+  if lane is not None:
+    cells = cells[lane::lanes]
+  elif lanes > 1 and len(cells) > 1:
+    env = dict(os.environ, XLA_PYTHON_CLIENT_MEM_FRACTION=str(
+        round(0.9 / lanes, 3)))
+    procs = [subprocess.Popen(
+        [sys.executable, "-m", "csl_jax.cli.main", "run-bundle", bundle,
+         "--lanes", str(lanes), "--lane", str(i)], env=env)
+             for i in range(min(lanes, len(cells)))]
+    failed = [p.args for p in procs if p.wait() != 0]
+    if failed:
+      raise RuntimeError(f"{len(failed)} lane(s) failed; rerun to resume")
+    return {"cells": cells, "left": pending_cells(bundle)}
+  for i, cell in enumerate(cells, start=1):
+    tick = time.time()
+    done = run_cell(bundle, cell, progress=progress and lane is None)
+    print(f"[run-bundle] {cell} ({i}/{len(cells)}"
+          f"{'' if lane is None else f', lane {lane}'}): "
+          f"{time.time() - tick:.0f} s, train "
+          f"{done['train'].get('examples_per_second') or 0:.0f} examples/s",
+          flush=True)
+  return {"cells": cells, "left": pending_cells(bundle)}

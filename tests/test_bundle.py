@@ -1,0 +1,190 @@
+"""Tests for training from token arrays (csl_jax/seq2seq/arrays.py) and the
+experiment bundle (csl_jax/seq2seq/bundle.py): SeqIO's features exactly, the
+mixture and bucket sampling, and a bundle's cells trained in a process
+where TensorFlow and SeqIO cannot be imported, then scored by the
+experiment as its own cells are."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+pytest.importorskip("seqio")
+tf = pytest.importorskip("tensorflow")
+try:  # tf.data needs no GPU; leave it to JAX.
+  tf.config.set_visible_devices([], "GPU")
+except RuntimeError:
+  pass
+
+# pylint: disable=g-import-not-at-top
+import seqio
+from csl_jax.errors import InputError
+from csl_jax.seq2seq import arrays
+from csl_jax.seq2seq import bundle
+from csl_jax.seq2seq import input_pipeline
+from tasks import registry
+# pylint: enable=g-import-not-at-top
+
+_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _ragged(rows):
+  return arrays.Ragged.from_rows([np.array(r) for r in rows])
+
+
+def test_ragged_round_trip_and_padding(tmp_path):
+  data = {"inputs": _ragged([[5, 6, 1], [7, 1]]),
+          "targets": _ragged([[9, 1], [3, 4, 8, 1]])}
+  path = str(tmp_path / "a.npz")
+  digest = arrays.save(path, data)
+  assert len(digest) == 64
+  back = arrays.load(path)
+  assert back["inputs"].ids.dtype == np.uint16
+  assert [back["targets"].row(i).tolist() for i in range(2)] == [
+      [9, 1], [3, 4, 8, 1]]
+  f = arrays.features(back, np.array([1, 0]), {"inputs": 4, "targets": 3})
+  assert f["encoder_input_tokens"].tolist() == [[7, 1, 0, 0], [5, 6, 1, 0]]
+  # Cut to the length, as the feature converter's trim does.
+  assert f["decoder_target_tokens"].tolist() == [[3, 4, 8], [9, 1, 0]]
+  assert f["decoder_input_tokens"].tolist() == [[0, 3, 4], [0, 9, 1]]
+  assert f["decoder_loss_weights"].tolist() == [[1, 1, 1], [1, 1, 0]]
+  (tmp_path / "bad.npz").write_text("not arrays")
+  with pytest.raises(InputError, match="bad.npz"):
+    arrays.load(str(tmp_path / "bad.npz"))
+
+
+def test_features_equal_seqio_feature_converter(tmp_path):
+  rows = [(f"x{'y' * (i % 9)} {i}", "z" * (1 + i % 13)) for i in range(37)]
+  (tmp_path / "train.tsv").write_text(
+      "".join(f"{i}\t{o}\n" for i, o in rows), encoding="utf-8")
+  registry.register_dataset("t_arrays", tmp_path,
+                            vocabulary=seqio.ByteVocabulary())
+  try:
+    lengths = input_pipeline.lengths(8, 10)  # some rows are cut
+    want, _ = input_pipeline.materialize("t_arrays", "train", lengths)
+    data = bundle._task_arrays("t_arrays", "train", lengths)  # pylint: disable=protected-access
+    got = arrays.features(data, np.arange(len(rows)), lengths)
+    for k in input_pipeline.FEATURES:
+      np.testing.assert_array_equal(got[k], want[k], err_msg=k)
+  finally:
+    seqio.TaskRegistry.remove("t_arrays")
+
+
+def _tasks():
+  a = {"inputs": _ragged([[2, 1]] * 30),
+       "targets": _ragged([[3] * (1 + i % 20) + [1] for i in range(30)])}
+  b = {"inputs": _ragged([[4, 1]] * 10),
+       "targets": _ragged([[5] * (1 + i % 20) + [1] for i in range(10)])}
+  return [a, b]
+
+
+def test_batches_repeat_resume_buckets_and_rates():
+  tasks, lengths = _tasks(), {"inputs": 4, "targets": 24}
+
+  def take(n, start=0, seed=0, rates=(3.0, 1.0)):
+    it = arrays.batches(tasks, rates, lengths, 8, 8, seed, start)
+    return [next(it) for _ in range(n)]
+
+  first = take(40)
+  again = take(40)
+  for x, y in zip(first, again):
+    for k in x:
+      np.testing.assert_array_equal(x[k], y[k])
+  for x, y in zip(first[25:], take(15, start=25)):  # a resumed run
+    for k in x:
+      np.testing.assert_array_equal(x[k], y[k])
+  assert any(not np.array_equal(x["decoder_target_tokens"],
+                                y["decoder_target_tokens"])
+             for x, y in zip(first, take(40, seed=1)))
+  drawn = {3: 0, 5: 0}
+  for b in first:
+    n = (b["decoder_target_tokens"] > 1).sum(axis=1)  # ids before EOS
+    targets = n + 1
+    # One bucket per batch ([1, 9), [9, 17), [17, 25)), trimmed to it.
+    buckets = set(np.searchsorted([9, 17], targets, side="right").tolist())
+    assert len(buckets) == 1
+    assert b["decoder_target_tokens"].shape[1] == min(
+        24, 8 * (buckets.pop() + 1))
+    assert b["encoder_input_tokens"].shape == (8, 4)
+    for token in drawn:
+      drawn[token] += int((b["decoder_target_tokens"][:, 0] == token).sum())
+  share = drawn[3] / (drawn[3] + drawn[5])
+  assert 0.65 < share < 0.85  # rates 3:1
+  # Task b alone: its first 10 draws are one epoch, every row once.
+  only_b = arrays.batch_indices([30, 10], [0.0, 1.0],
+                                [np.ones(30), np.ones(10)], 10, [], 0)
+  assert sorted(r for _, r in next(only_b)) == list(range(10))
+
+
+@pytest.fixture
+def toy_experiment(tmp_path, clear_gin):  # pylint: disable=unused-argument
+  import gin  # pylint: disable=g-import-not-at-top
+  for k, v in {"d_model": 16, "num_heads": 2, "d_ff": 32, "num_layers": 1,
+               "dropout": 0.0, "max_input_len": 6,
+               "max_target_len": 6}.items():
+    gin.bind_parameter(f"seq2seq.Seq2SeqConfig.{k}", v)
+  for k, v in {"batch_size": 8, "num_steps": 4, "warmup_steps": 1,
+               "log_every": 1, "checkpoint_every": 100,
+               "bucket_width": 0}.items():
+    gin.bind_parameter(f"seq2seq.TrainConfig.{k}", v)
+  words = [" ".join(a + b + c) for a in "abcd" for b in "abcd"
+           for c in "abcd"][:50]
+  pairs = [f"{w}\t{' '.join(reversed(w.split()))}\n" for w in words]
+  d = tmp_path / "toy"
+  d.mkdir()
+  (d / "train.tsv").write_text("".join(pairs[:40]))
+  (d / "test.tsv").write_text("".join(pairs[40:]))
+  return str(d)
+
+
+def test_bundle_cells_train_without_tensorflow_and_score_here(
+    toy_experiment, tmp_path, monkeypatch):  # pylint: disable=redefined-outer-name
+  # pylint: disable=g-import-not-at-top
+  from csl_jax.experiments import results
+  from csl_jax.experiments import runner
+  from csl_jax.seq2seq import decode
+  from csl_jax.seq2seq import train as train_lib
+  # pylint: enable=g-import-not-at-top
+  out, box = str(tmp_path / "exp"), str(tmp_path / "bundle")
+
+  def never(*args, **kw):
+    raise AssertionError("a bundle cell was trained here")
+
+  monkeypatch.setattr(train_lib, "train", never)
+  kw = dict(dataset="tsv", splits=["toy"], data_dir=toy_experiment,
+            methods=[], seeds=[0, 1], beam_size=2, decode_batch_size=16,
+            bundle=box)
+  first = runner.experiment(out, **kw)
+  assert first["pending"] == ["toy/original/seed_0", "toy/original/seed_1"]
+  assert first["records"] == []
+  assert bundle.pending_cells(box) == first["pending"]
+  # The accelerator's side: TensorFlow and SeqIO cannot be imported there.
+  code = ("import sys; sys.modules['tensorflow'] = None; "
+          "sys.modules['seqio'] = None; "
+          "from csl_jax.cli import main; sys.exit(main.main("
+          f"['run-bundle', {box!r}, '--lanes', '2']))")
+  env = dict(os.environ, PYTHONPATH=_REPO_ROOT + os.pathsep +
+             os.environ.get("PYTHONPATH", ""), JAX_PLATFORMS="cpu")
+  done = subprocess.run([sys.executable, "-c", code], env=env,
+                        capture_output=True, text=True, check=False)
+  assert done.returncode == 0, done.stderr[-2000:]
+  assert bundle.pending_cells(box) == []
+  second = runner.experiment(out, **kw)
+  assert "pending" not in second
+  with open(os.path.join(out, results.RESULTS_JSONL)) as f:
+    records = [json.loads(line) for line in f]
+  assert [(r["data"], r["seed"], r["steps"]) for r in records] == [
+      ("original", 0, 4), ("original", 1, 4)]
+  # What was imported is what decoding the bundle's parameters here gives.
+  cell = os.path.join(box, "cells", "toy", "original", "seed_1")
+  model, params = train_lib.load_params(os.path.join(cell, "train"))
+  rows, _ = decode.evaluate(model, params, "tsv_toy", "test",
+                            input_pipeline.lengths(6, 6), 16, 2)
+  with open(os.path.join(records[1]["dir"], "test", "predictions.tsv")) as f:
+    assert f.read() == "".join("\t".join(r) + "\n" for r in rows)
+  assert 1.0 < records[1]["perplexity_by_part"]["test"] < 2 * 259
+  # Outputs of an export with another key are never imported.
+  assert bundle.outputs(box, "toy/original/seed_1", "another") is None
