@@ -7,12 +7,13 @@ evaluated to the objects they make.
 """
 
 import collections.abc
+import contextlib
 import dataclasses
 import inspect
 import math
 import numbers
 import typing
-from typing import Any, Callable, Dict, Iterable
+from typing import Any, Callable, Dict, Iterable, Iterator, Mapping
 
 import gin
 
@@ -88,3 +89,32 @@ def check_types(config: Any) -> None:
       name = getattr(annotation, "__name__", str(annotation))
       raise InputError(f"{type(config).__name__}.{field.name} must be of "
                        f"type {name}, got {value!r}")
+
+
+@contextlib.contextmanager
+def bound(bindings: Mapping[str, Any], what: str) -> Iterator[None]:
+  """Binds each gin parameter to its value for the body, then restores the
+  earlier bindings; `what` names the setting in the error of a parameter
+  gin does not know."""
+  old = {}
+  with gin.unlock_config():
+    for p, value in bindings.items():
+      try:
+        old[p] = gin.query_parameter(p)
+      except ValueError:
+        pass
+      try:
+        gin.bind_parameter(p, value)
+      except ValueError as e:
+        raise InputError(f"{what}: {e}") from None
+  try:
+    yield
+  finally:
+    with gin.unlock_config():
+      for p in bindings:
+        if p in old:
+          gin.bind_parameter(p, old[p])
+        else:  # unbound before: unbound again (gin 0.5 has no public way)
+          key = gin.config.ParsedBindingKey.parse(p)
+          # pylint: disable-next=protected-access
+          gin.config._CONFIG.get(key.config_key, {}).pop(key.arg_name, None)

@@ -32,13 +32,19 @@ def add_parser(subparsers) -> None:
   p.add_argument("--wait", action="store_true", default=None,
                  help="wait for another run holding --out instead of "
                  "stopping")
+  p.add_argument("--shards", type=int,
+                 help="CSL's sampling and forests in N shards (samples "
+                 "depend on --seed and N, forests on neither)")
+  stage.add_runner_flags(p)
 
 
 def main(args: argparse.Namespace) -> int:
   from csl_jax.pipeline import augment as pipeline  # pylint: disable=g-import-not-at-top
   pipeline.augment(args.out, **stage.given(
       args, "dataset", "split", "data_dir", "methods", "select",
-      "select_num", "select_seed", "wait"))
+      "select_num", "select_seed", "wait", "shards", "runner"),
+                   **({"pipeline_args": args.pipeline_args}
+                      if args.pipeline_args else {}))
   return 0
 
 

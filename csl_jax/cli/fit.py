@@ -18,7 +18,11 @@ def add_parser(subparsers) -> None:
   parser.add_argument("--max_source_len", type=int)
   parser.add_argument("--max_target_len", type=int)
   parser.add_argument("--skip_too_long", action="store_true", default=None)
+  parser.add_argument("--forest_shards", type=int,
+                      help="build the forests in N shards kept as array "
+                      "files in OUT/forests (the same fit)")
   parser.add_argument("--out", required=True)
+  stage.add_runner_flags(parser)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -26,8 +30,10 @@ def main(args: argparse.Namespace) -> int:
   stage.run(args.out, fit_lib.fit, args.grammar, args.train,
             **stage.given(args, "eval", "output_cfg", "unlabeled",
                           "unlabeled_copies", "max_source_len",
-                          "max_target_len", "skip_too_long",
-                          rename={"eval": "eval_data"}))
+                          "max_target_len", "skip_too_long", "forest_shards",
+                          "runner", rename={"eval": "eval_data"}),
+            **({"pipeline_args": args.pipeline_args}
+               if args.pipeline_args else {}))
   return 0
 
 

@@ -30,13 +30,8 @@ def add_parser(subparsers) -> None:
   p.add_argument("--shards", type=int,
                  help="draw in N independently seeded shards (the result "
                  "depends on --seed and N, not on workers)")
-  p.add_argument("--runner", help="run as an Apache Beam pipeline: "
-                 "DirectRunner, DataflowRunner, FlinkRunner, SparkRunner; "
-                 "more Beam flags after `--`, e.g. -- "
-                 "--direct_num_workers=2 "
-                 "--direct_running_mode=multi_processing")
   p.add_argument("--out", required=True)
-  p.add_argument("pipeline_args", nargs="*", help=argparse.SUPPRESS)
+  stage.add_runner_flags(p)
 
 
 def main(args: argparse.Namespace) -> int:

@@ -1,5 +1,6 @@
 """What every stage command shares: timing, `summary.json`, clean errors."""
 
+import argparse
 import contextlib
 import os
 import shlex
@@ -43,6 +44,16 @@ def set_command_line(argv) -> None:
 def command_line() -> str:
   return " ".join(shlex.quote(a) if a != "csl-jax" else a
                   for a in _COMMAND_LINE)
+
+
+def add_runner_flags(parser: argparse.ArgumentParser) -> None:
+  """--runner and the Beam flags after `--` (`args.pipeline_args`)."""
+  parser.add_argument("--runner", help="run as an Apache Beam pipeline: "
+                      "DirectRunner, DataflowRunner, FlinkRunner, "
+                      "SparkRunner; more Beam flags after `--`, e.g. -- "
+                      "--direct_num_workers=2 "
+                      "--direct_running_mode=multi_processing")
+  parser.add_argument("pipeline_args", nargs="*", help=argparse.SUPPRESS)
 
 
 def given(args, *names: str, rename=None) -> Dict[str, Any]:

@@ -22,7 +22,6 @@ redoes only missing or changed cells; a cell killed midway resumes from its
 trainer's checkpoints.
 """
 
-import contextlib
 import dataclasses
 import os
 import shutil
@@ -61,28 +60,6 @@ def _say(line: str) -> None:
 
 def _minutes(seconds: float) -> str:
   return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"
-
-
-@contextlib.contextmanager
-def _bound(params: Sequence[str], value: Any):
-  """Binds each gin parameter in `params` to `value` for the body."""
-  old = {}
-  with gin.unlock_config():
-    for p in params:
-      try:
-        old[p] = gin.query_parameter(p)
-      except ValueError:
-        pass
-      try:
-        gin.bind_parameter(p, value)
-      except ValueError as e:
-        raise InputError(f"experiment.synthetic_seed_params: {e}") from None
-  try:
-    yield
-  finally:
-    with gin.unlock_config():
-      for p, v in old.items():
-        gin.bind_parameter(p, v)
 
 
 def load_categories(part_file: str, data_dir: Optional[str],
@@ -493,7 +470,9 @@ def experiment(out_dir: str,
                           ignore=shutil.ignore_patterns(lock.LOCK_FILE))
           os.replace(tmp, run_dir)
         tick = time.time()
-        with _bound(synthetic_seed_params if per_seed else (), seed):
+        with configs.bound(dict.fromkeys(
+            synthetic_seed_params if per_seed else (), seed),
+                           "experiment.synthetic_seed_params"):
           summary = augment_lib.augment(
               run_dir, dataset=dataset,
               split=split if spec.splits else None,

@@ -107,7 +107,10 @@ class Dataset:
                batch_size: int = 0, *,
                max_source_len: int = forest_lib.DEFAULT_MAX_SOURCE_LEN,
                max_target_len: int = forest_lib.DEFAULT_MAX_TARGET_LEN,
-               skip_too_long: bool = False, source: Optional[str] = None):
+               skip_too_long: bool = False, source: Optional[str] = None,
+               forest_builder: Optional[Callable] = None):
+    """`forest_builder(grammar, pairs, rules)` -> ForestBatch replaces the
+    one-call build (e.g. `forest_shards.build_sharded`)."""
     pairs = _within_bounds(pairs, max_source_len, max_target_len,
                            skip_too_long, source)
     self.num_too_long = pairs.num_too_long
@@ -117,8 +120,12 @@ class Dataset:
     self.grammar = encode_qcfg(rules, max_nts)
     self.ctx_index = contexts.context_index(rules, self.grammar.max_nts)
     start = time.time()
-    self.forests, _ = forest_lib.build_forests(
-        self.grammar, self.pairs, max_source_len=10**9, max_target_len=10**9)
+    if forest_builder:
+      self.forests = forest_builder(self.grammar, self.pairs, rules)
+    else:
+      self.forests, _ = forest_lib.build_forests(
+          self.grammar, self.pairs, max_source_len=10**9,
+          max_target_len=10**9)
     self.forest_seconds = time.time() - start
     derivable = np.diff(self.forests.node_offsets) > 0
     self.usable = np.flatnonzero(derivable)
@@ -217,7 +224,8 @@ def fit(rules: Sequence[Rule], pairs, config: FitConfig, max_nts: int = 4,
   """Returns (params, history of (step, loss), dataset); params are
   per-rule logits {"rule": [S, R], "context": [C, S]} (see `untied`).
   `bounds`: max_source_len, max_target_len, skip_too_long, source (see
-  `Dataset`; the dataset's `num_too_long` counts skipped pairs)."""
+  `Dataset`; the dataset's `num_too_long` counts skipped pairs) and
+  forest_builder."""
   data = Dataset(rules, pairs, max_nts, config.batch_size, **bounds)
   if not len(data.usable):
     raise InputError("the grammar derives none of the training pairs "

@@ -25,6 +25,7 @@ from csl_jax.methods import base as method_base
 from csl_jax.pipeline import cache
 from csl_jax.pipeline import lock
 from csl_jax.pipeline import report as report_lib
+from csl_jax import configs
 from csl_jax import selection
 
 DATA_DIR = "data"
@@ -85,7 +86,9 @@ def augment(run_dir: str, dataset: str = "scan", split: Optional[str] = None,
             methods: Sequence[str] = ("csl",),
             select: Union[None, str, Sequence[str]] = None,
             select_num: Optional[int] = None, select_seed: int = 0,
-            wait: bool = False) -> Dict[str, Any]:
+            wait: bool = False, shards: Optional[int] = None,
+            runner: Optional[str] = None,
+            pipeline_args: Sequence[str] = ()) -> Dict[str, Any]:
   """Runs the pipeline into `run_dir`; returns the run summary.
 
   Args:
@@ -100,7 +103,45 @@ def augment(run_dir: str, dataset: str = "scan", split: Optional[str] = None,
     select_num: how many candidates each selector keeps.
     select_seed: the selectors' seed.
     wait: wait for another process holding `run_dir` instead of stopping.
+    shards: CSL's sampling and forests in that many shards (`sample.shards`,
+      `fit.forest_shards`).
+    runner: every stage with a Beam form on this Apache Beam runner: CSL's
+      forests and sampling, and CMaxEnt when `CMaxEnt.num_shards` > 1.
+    pipeline_args: Beam flags for `runner`.
   """
+  with configs.bound(beam_bindings(shards, runner, pipeline_args),
+                     "--shards/--runner"):
+    return _augment(run_dir, dataset, split, data_dir, dataset_options,
+                    methods, select, select_num, select_seed, wait)
+
+
+def beam_bindings(shards: Optional[int], runner: Optional[str],
+                  pipeline_args: Sequence[str] = ()) -> Dict[str, Any]:
+  """The gin bindings that shard the stages and put them on `runner`."""
+  # pylint: disable=g-import-not-at-top,unused-import
+  from csl_jax.methods.csl import fit, sample
+  from csl_jax.selection import cmaxent
+  # pylint: enable=g-import-not-at-top,unused-import
+  if pipeline_args and not runner:
+    raise InputError(f"Beam pipeline flags {list(pipeline_args)} need "
+                     "--runner")
+  if runner and not shards:
+    raise InputError("--runner needs --shards N: the stages run on Beam "
+                     "one shard per element")
+  if shards is not None and shards < 1:
+    raise InputError(f"--shards must be >= 1, not {shards}")
+  bindings: Dict[str, Any] = {}
+  if shards:
+    bindings.update({"sample.shards": shards, "fit.forest_shards": shards})
+  if runner:
+    for fn in ("sample", "fit", "CMaxEnt"):
+      bindings[f"{fn}.runner"] = runner
+      bindings[f"{fn}.pipeline_args"] = list(pipeline_args)
+  return bindings
+
+
+def _augment(run_dir, dataset, split, data_dir, dataset_options, methods,
+             select, select_num, select_seed, wait) -> Dict[str, Any]:
   selectors = selection.parse(select)  # fail before any work on a bad name
   if selectors and (select_num is None or select_num < 1):
     raise InputError("--select needs --select_num K with K >= 1")

@@ -27,8 +27,10 @@ from csl_jax import assets
 # Parameters that name files: they key the cache by content (as inputs),
 # not by path.
 _FILE_PARAMS = ("output_cfg", "seed_rules", "eval_data", "unlabeled")
-# Parameters that do not change a stage's result.
-_BOOKKEEPING = ("tensorboard", "summary_every")
+# Parameters that do not change a stage's result (Beam runs give the local
+# results; forests are the same in any number of shards).
+_BOOKKEEPING = ("tensorboard", "summary_every", "runner", "pipeline_args",
+                "forest_shards")
 
 
 def _stage_config(fn, exclude) -> Tuple[Dict[str, Any], List[str]]:

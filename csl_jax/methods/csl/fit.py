@@ -7,7 +7,7 @@ DIR/summary.json with log p(x, y) and log p(y | x) on train (and --eval).
 
 import dataclasses
 import os
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from absl import logging
 import gin
@@ -19,7 +19,7 @@ from csl_jax.errors import InputError
 from csl_jax.files import read_text
 from csl_jax.model.csl_model import CSLModel
 from csl_jax.qcfg.output_cfg import load_output_cfg
-from csl_jax.qcfg.rules import load_rules
+from csl_jax.qcfg.rules import format_rule, load_rules
 from csl_jax.summaries import TensorBoardWriter
 from csl_jax.progress import progress
 
@@ -62,8 +62,15 @@ def fit(out_dir: str, grammar: str, train_data: str,
         max_source_len: int = forest.DEFAULT_MAX_SOURCE_LEN,
         max_target_len: int = forest.DEFAULT_MAX_TARGET_LEN,
         skip_too_long: bool = False,
-        config: Optional["train.FitConfig"] = None) -> Dict[str, Any]:
+        config: Optional["train.FitConfig"] = None,
+        forest_shards: int = 0, runner: Optional[str] = None,
+        pipeline_args: Sequence[str] = ()) -> Dict[str, Any]:
   """Fits the model; returns the summary.
+
+  `forest_shards` > 0: the training pairs' forests are built in that many
+  shards, kept as array files in DIR/forests/ (`cky/forest_shards.py`), on
+  `runner` as an Apache Beam pipeline if given (`pipeline_args`: its
+  flags); the same forests, hence the same fit, as one build.
 
   Every input is read and checked before any work. With `unlabeled` inputs,
   the fitted model labels them (hard EM), and the model is refit on the
@@ -99,10 +106,26 @@ def fit(out_dir: str, grammar: str, train_data: str,
       writer.scalar("train/neg_log_p_xy", loss, step)
 
   lengths = dict(max_source_len=max_source_len, max_target_len=max_target_len)
+  if pipeline_args and not runner:
+    raise InputError(f"Beam pipeline flags {list(pipeline_args)} need a "
+                     "runner (fit.runner)")
+  if runner and forest_shards < 1:
+    raise InputError("fit.runner builds the forests in shards: set "
+                     "fit.forest_shards >= 1")
+  builder = None
+  if forest_shards:
+    from csl_jax.cky import forest_shards as shards_lib  # pylint: disable=g-import-not-at-top
+
+    def builder(grammar_arrays, distinct_pairs, fit_rules):
+      key = shards_lib.data_key("\n".join(format_rule(r) for r in fit_rules),
+                                grammar_arrays.max_nts, distinct_pairs)
+      return shards_lib.build_sharded(
+          grammar_arrays, distinct_pairs, forest_shards,
+          os.path.join(out_dir, "forests"), key, runner, pipeline_args)
   params, history, data = train.fit(
       rules, pairs, config, max_nts,
       os.path.join(out_dir, "checkpoint.msgpack"), on_step, source=train_data,
-      **lengths)
+      forest_builder=builder, **lengths)
   bar.close()
   if unlabeled:
     first = CSLModel.from_params(rules, params, data.grammar.max_nts,
@@ -122,7 +145,7 @@ def fit(out_dir: str, grammar: str, train_data: str,
     params, history, data = train.fit(
         rules, pairs, config, max_nts,
         os.path.join(out_dir, "checkpoint_semi_supervised.msgpack"),
-        on_step, skip_too_long=True, **lengths)
+        on_step, skip_too_long=True, forest_builder=builder, **lengths)
     summary["num_pseudo_labeled_too_long"] = data.num_too_long
     bar.close()
   CSLModel.from_params(rules, params, data.grammar.max_nts,

@@ -1,0 +1,142 @@
+"""Forests built in shards and kept as array files (csl_jax/cky/
+forest_shards.py; issue 16): the same arrays as one build, resumed shard by
+shard, never stale, the same on Beam's DirectRunner, and the fit from
+sharded forests the same fit."""
+
+import os
+
+import numpy as np
+import pytest
+
+from csl_jax.cky import forest as forest_lib
+from csl_jax.cky import forest_shards
+from csl_jax.cky.grammar_arrays import encode_qcfg
+from csl_jax.errors import InputError
+from csl_jax.model import train
+from csl_jax.qcfg.rules import format_rule, parse_rules
+from csl_jax.testing import toy_language
+
+RULES = parse_rules(toy_language.GRAMMAR)
+PAIRS = sorted({(tuple(x.split()), tuple(y.split()))
+                for x, y in toy_language.sentences()})
+MAX_NTS = 2
+
+
+def _key(pairs=PAIRS):
+  return forest_shards.data_key("\n".join(format_rule(r) for r in RULES),
+                                MAX_NTS, pairs)
+
+
+def _assert_same(a, b):
+  for k in forest_shards.FIELDS:
+    x, y = getattr(a, k), getattr(b, k)
+    assert x.dtype == y.dtype and np.array_equal(x, y), k
+
+
+def test_shard_ranges_cover_in_order():
+  assert forest_shards.shard_ranges(10, 3) == [(0, 3), (3, 6), (6, 10)]
+  assert forest_shards.shard_ranges(2, 4) == [(0, 0), (0, 1), (1, 1), (1, 2)]
+  with pytest.raises(InputError):
+    forest_shards.shard_ranges(5, 0)
+
+
+@pytest.mark.parametrize("num_shards", [1, 3, 7, len(PAIRS) + 2])
+def test_sharded_forests_equal_one_build(tmp_path, num_shards):
+  grammar = encode_qcfg(RULES, MAX_NTS)
+  whole, _ = forest_lib.build_forests(grammar, PAIRS, max_source_len=10**9,
+                                      max_target_len=10**9)
+  got = forest_shards.build_sharded(grammar, PAIRS, num_shards,
+                                    str(tmp_path), _key())
+  _assert_same(got, whole)
+  assert len(got) == len(PAIRS)
+  for b in range(len(PAIRS)):  # per-example forests, node ids local
+    a, w = got[b], whole[b]
+    assert np.array_equal(a.edge_children, w.edge_children)
+  assert sorted(f for f in os.listdir(tmp_path) if f.startswith("forests-")
+                ) == [os.path.basename(forest_shards.shard_path(
+                    "", s, num_shards)) for s in range(num_shards)]
+
+
+def test_resume_rebuilds_only_missing_and_never_reuses_stale(tmp_path,
+                                                             monkeypatch):
+  grammar = encode_qcfg(RULES, MAX_NTS)
+  directory = str(tmp_path)
+  first = forest_shards.build_sharded(grammar, PAIRS, 4, directory, _key())
+  os.remove(forest_shards.shard_path(directory, 2, 4))
+  built = []
+  real = forest_shards.build_shard
+  monkeypatch.setattr(forest_shards, "build_shard",
+                      lambda *a: (built.append(a[2]), real(*a))[1])
+  _assert_same(forest_shards.build_sharded(grammar, PAIRS, 4, directory,
+                                           _key()), first)
+  assert built == [2]
+  # Other pairs: every shard is rebuilt, none of the old ones is read.
+  fewer = PAIRS[:5]
+  built.clear()
+  got = forest_shards.build_sharded(grammar, fewer, 4, directory,
+                                    _key(fewer))
+  assert built == [0, 1, 2, 3] and len(got) == 5
+  (tmp_path / "bad.npz").write_text("x")
+  with pytest.raises(InputError, match="bad.npz"):
+    forest_shards.load(str(tmp_path / "bad.npz"))
+
+
+def test_fit_on_sharded_forests_is_the_same_fit(tmp_path):
+  config = train.FitConfig(num_states=2, learning_rate=0.1, batch_size=26,
+                           num_restarts=1, num_steps=6, checkpoint_every=100)
+  plain = train.fit(RULES, [(list(x), list(y)) for x, y in PAIRS], config,
+                    MAX_NTS)
+
+  def builder(grammar, pairs, rules):
+    key = forest_shards.data_key("\n".join(format_rule(r) for r in rules),
+                                 grammar.max_nts, pairs)
+    return forest_shards.build_sharded(grammar, pairs, 3, str(tmp_path), key)
+
+  sharded = train.fit(RULES, [(list(x), list(y)) for x, y in PAIRS], config,
+                      MAX_NTS, forest_builder=builder)
+  for k in plain[0]:
+    assert np.array_equal(np.asarray(plain[0][k]), np.asarray(sharded[0][k]))
+  assert plain[1] == sharded[1]
+
+
+def test_beam_direct_runner_writes_the_same_shards(tmp_path):
+  pytest.importorskip("apache_beam")
+  grammar = encode_qcfg(RULES, MAX_NTS)
+  local = forest_shards.build_sharded(grammar, PAIRS, 3,
+                                      str(tmp_path / "local"), _key())
+  beam = forest_shards.build_sharded(
+      grammar, PAIRS, 3, str(tmp_path / "beam"), _key(),
+      runner="DirectRunner",
+      pipeline_args=["--direct_num_workers=2",
+                     "--direct_running_mode=multi_processing"])
+  _assert_same(beam, local)
+  for s in range(3):
+    with open(forest_shards.shard_path(str(tmp_path / "local"), s, 3),
+              "rb") as f, open(forest_shards.shard_path(
+                  str(tmp_path / "beam"), s, 3), "rb") as g:
+      assert f.read() == g.read()
+
+
+def test_augment_shards_and_runner_reach_every_beam_stage(clear_gin):  # pylint: disable=unused-argument
+  import gin  # pylint: disable=g-import-not-at-top
+  from csl_jax import configs  # pylint: disable=g-import-not-at-top
+  from csl_jax.pipeline import augment  # pylint: disable=g-import-not-at-top
+  got = augment.beam_bindings(4, "DirectRunner", ["--direct_num_workers=2"])
+  assert got == {
+      "sample.shards": 4, "fit.forest_shards": 4,
+      "sample.runner": "DirectRunner", "fit.runner": "DirectRunner",
+      "CMaxEnt.runner": "DirectRunner",
+      "sample.pipeline_args": ["--direct_num_workers=2"],
+      "fit.pipeline_args": ["--direct_num_workers=2"],
+      "CMaxEnt.pipeline_args": ["--direct_num_workers=2"]}
+  with configs.bound(got, "test"):
+    assert gin.query_parameter("fit.forest_shards") == 4
+  with pytest.raises(ValueError):  # restored: unbound again
+    gin.query_parameter("fit.forest_shards")
+  assert augment.beam_bindings(None, None) == {}
+  with pytest.raises(InputError, match="--shards"):
+    augment.beam_bindings(None, "DirectRunner")
+  with pytest.raises(InputError, match="need --runner"):
+    augment.beam_bindings(2, None, ["--x"])
+  with pytest.raises(InputError, match=">= 1"):
+    augment.beam_bindings(0, None)
