@@ -123,12 +123,15 @@ def test_augment_shards_and_runner_reach_every_beam_stage(clear_gin):  # pylint:
   from csl_jax.pipeline import augment  # pylint: disable=g-import-not-at-top
   got = augment.beam_bindings(4, "DirectRunner", ["--direct_num_workers=2"])
   assert got == {
-      "sample.shards": 4, "fit.forest_shards": 4,
+      "sample.shards": 4, "fit.forest_shards": 4, "UAT.num_shards": 4,
       "sample.runner": "DirectRunner", "fit.runner": "DirectRunner",
-      "CMaxEnt.runner": "DirectRunner",
+      "UAT.runner": "DirectRunner",
       "sample.pipeline_args": ["--direct_num_workers=2"],
       "fit.pipeline_args": ["--direct_num_workers=2"],
-      "CMaxEnt.pipeline_args": ["--direct_num_workers=2"]}
+      "UAT.pipeline_args": ["--direct_num_workers=2"]}
+  gin.bind_parameter("CMaxEnt.num_shards", 4)  # sharded: on Beam too
+  assert augment.beam_bindings(4, "R")["CMaxEnt.runner"] == "R"
+  gin.clear_config()
   with configs.bound(got, "test"):
     assert gin.query_parameter("fit.forest_shards") == 4
   with pytest.raises(ValueError):  # restored: unbound again

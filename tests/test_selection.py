@@ -551,3 +551,33 @@ def test_beam_cmaxent_equals_local():
       beam_cmaxent.sharded_greedy_queries(feats, 25, 3, 1e-9,
                                           "DirectRunner"),
       cmaxent.sharded_greedy_queries(feats, 25, 3))
+
+
+@pytest.mark.parametrize("num_shards", [1, 3, 7])
+def test_uat_templates_in_shards_number_as_the_whole_pool(num_shards):
+  from csl_jax.selection import beam_uat  # pylint: disable=g-import-not-at-top
+  pool = _cogs_pool()
+  pool[5] = Example(pool[5].input, "not a cogs ( form")  # never usable
+  feats = diversity.featurize(pool, "cogs", structure=False)
+  usable = np.flatnonzero(feats.valid[feats.query_of])
+  tmpl = np.unique(feats.template_of[feats.query_of[usable]],
+                   return_inverse=True)[1]
+  bounds = [len(pool) * s // num_shards for s in range(num_shards + 1)]
+  shards = [beam_uat.shard_templates(pool, bounds[s], bounds[s + 1], "cogs")
+            for s in range(num_shards)]
+  got_usable, got_tmpl = beam_uat.number_templates(shards[::-1])
+  np.testing.assert_array_equal(got_usable, usable)
+  np.testing.assert_array_equal(got_tmpl, tmpl)
+  assert 5 not in got_usable.tolist()
+
+
+def test_beam_uat_equals_local():
+  pytest.importorskip("apache_beam")
+  pool = _cogs_pool()
+  for seed in (0, 1):
+    np.testing.assert_array_equal(
+        uat.UAT(num_shards=3, runner="DirectRunner").select(pool, [], 40,
+                                                            seed),
+        uat.UAT().select(pool, [], 40, seed))
+  with pytest.raises(InputError, match="num_shards"):
+    uat.UAT(num_shards=0)

@@ -106,7 +106,8 @@ def augment(run_dir: str, dataset: str = "scan", split: Optional[str] = None,
     shards: CSL's sampling and forests in that many shards (`sample.shards`,
       `fit.forest_shards`).
     runner: every stage with a Beam form on this Apache Beam runner: CSL's
-      forests and sampling, and CMaxEnt when `CMaxEnt.num_shards` > 1.
+      forests and sampling, UAT's templating, and CMaxEnt where
+      `CMaxEnt.num_shards` > 1 is bound.
     pipeline_args: Beam flags for `runner`.
   """
   with configs.bound(beam_bindings(shards, runner, pipeline_args),
@@ -120,7 +121,7 @@ def beam_bindings(shards: Optional[int], runner: Optional[str],
   """The gin bindings that shard the stages and put them on `runner`."""
   # pylint: disable=g-import-not-at-top,unused-import
   from csl_jax.methods.csl import fit, sample
-  from csl_jax.selection import cmaxent
+  from csl_jax.selection import cmaxent, uat
   # pylint: enable=g-import-not-at-top,unused-import
   if pipeline_args and not runner:
     raise InputError(f"Beam pipeline flags {list(pipeline_args)} need "
@@ -132,9 +133,16 @@ def beam_bindings(shards: Optional[int], runner: Optional[str],
     raise InputError(f"--shards must be >= 1, not {shards}")
   bindings: Dict[str, Any] = {}
   if shards:
-    bindings.update({"sample.shards": shards, "fit.forest_shards": shards})
+    bindings.update({"sample.shards": shards, "fit.forest_shards": shards,
+                     "UAT.num_shards": shards})
   if runner:
-    for fn in ("sample", "fit", "CMaxEnt"):
+    stages = ["sample", "fit", "UAT"]
+    try:  # CMaxEnt goes to Beam only where it is sharded (approximate)
+      if gin.query_parameter("CMaxEnt.num_shards") > 1:
+        stages.append("CMaxEnt")
+    except ValueError:
+      pass
+    for fn in stages:
       bindings[f"{fn}.runner"] = runner
       bindings[f"{fn}.pipeline_args"] = list(pipeline_args)
   return bindings

@@ -11,10 +11,12 @@ replacement with example weights p(T)^(alpha - 1) (Efraimidis-Spirakis
 keys), under which a template's chance falls as its examples are drawn.
 
 Gin: `UAT.alpha`, `UAT.abstraction` ("auto" or a `templates.ABSTRACTIONS`
-name), `UAT.mode` ("two_phase" | "per_example").
+name), `UAT.mode` ("two_phase" | "per_example"); `UAT.runner` (Beam, with
+`UAT.num_shards` and `UAT.pipeline_args`) abstracts the pool's outputs on
+workers (`beam_uat.py`): the same picks.
 """
 
-from typing import Sequence
+from typing import Optional, Sequence
 
 import gin
 import numpy as np
@@ -110,15 +112,22 @@ class UAT:
   name = "uat"
 
   def __init__(self, alpha: float = 0.0, abstraction: str = "auto",
-               mode: str = "two_phase"):
+               mode: str = "two_phase", num_shards: int = 1,
+               runner: Optional[str] = None,
+               pipeline_args: Sequence[str] = ()):
     if not 0.0 <= alpha <= 1.0:
       raise InputError(f"UAT.alpha must be in [0, 1], got {alpha}")
     if mode not in MODES:
       raise InputError(f"UAT.mode must be one of {', '.join(MODES)}, "
                        f"got {mode!r}")
+    if num_shards < 1:
+      raise InputError(f"UAT.num_shards must be >= 1, got {num_shards}")
     self.alpha = float(alpha)
     self.abstraction = abstraction
     self.mode = mode
+    # Where the templating runs: not in `config()`, the picks are the same.
+    self.num_shards, self.runner = num_shards, runner
+    self.pipeline_args = list(pipeline_args)
 
   def config(self):
     return {"alpha": self.alpha, "abstraction": self.abstraction,
@@ -129,10 +138,23 @@ class UAT:
     del train  # the pool's templates alone decide
     if k < 1:
       raise InputError(f"select_num must be >= 1, got {k}")
-    feats = diversity.featurize(pool, self.abstraction, structure=False)
-    usable = np.flatnonzero(feats.valid[feats.query_of])
-    tmpl = np.unique(feats.template_of[feats.query_of[usable]],
-                     return_inverse=True)[1]  # dense template ids
+    if self.runner:
+      # pylint: disable=g-import-not-at-top
+      from csl_jax.selection import beam_uat
+      from csl_jax.selection import templates
+      # pylint: enable=g-import-not-at-top
+      usable, tmpl = beam_uat.template_ids(
+          pool, templates.get(self.abstraction, pool).name, self.num_shards,
+          self.runner, self.pipeline_args)
+      if not len(usable):
+        raise InputError("no candidate output is a "
+                         f"{self.abstraction} query")
+    else:
+      feats = diversity.featurize(pool, self.abstraction, structure=False)
+      usable = np.flatnonzero(feats.valid[feats.query_of])
+      # Dense template ids, in the order of their first usable example.
+      tmpl = np.unique(feats.template_of[feats.query_of[usable]],
+                       return_inverse=True)[1]
     return usable[uat_indices(tmpl, k, self.alpha, seed, self.mode)]
 
 
