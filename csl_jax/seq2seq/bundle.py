@@ -243,8 +243,9 @@ def run_bundle(bundle: str, lanes: int = 1, lane: Optional[int] = None,
   if lane is not None:
     cells = cells[lane::lanes]
   elif lanes > 1 and len(cells) > 1:
+    # Lanes log a line per 10% of each cell's steps (no interleaved bars).
     env = dict(os.environ, XLA_PYTHON_CLIENT_MEM_FRACTION=str(
-        round(0.9 / lanes, 3)))
+        round(0.9 / lanes, 3)), CSL_JAX_PROGRESS="0")
     procs = [subprocess.Popen(
         [sys.executable, "-m", "csl_jax.cli.main", "run-bundle", bundle,
          "--lanes", str(lanes), "--lane", str(i)], env=env)
@@ -255,7 +256,10 @@ def run_bundle(bundle: str, lanes: int = 1, lane: Optional[int] = None,
     return {"cells": cells, "left": pending_cells(bundle)}
   for i, cell in enumerate(cells, start=1):
     tick = time.time()
-    done = run_cell(bundle, cell, progress=progress and lane is None)
+    if lane is not None:
+      print(f"[run-bundle] lane {lane}: {cell} ({i}/{len(cells)})",
+            flush=True)
+    done = run_cell(bundle, cell, progress=progress)
     print(f"[run-bundle] {cell} ({i}/{len(cells)}"
           f"{'' if lane is None else f', lane {lane}'}): "
           f"{time.time() - tick:.0f} s, train "
