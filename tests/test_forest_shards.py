@@ -128,7 +128,9 @@ def test_augment_shards_and_runner_reach_every_beam_stage(clear_gin):  # pylint:
       "UAT.runner": "DirectRunner",
       "sample.pipeline_args": ["--direct_num_workers=2"],
       "fit.pipeline_args": ["--direct_num_workers=2"],
-      "UAT.pipeline_args": ["--direct_num_workers=2"]}
+      "UAT.pipeline_args": ["--direct_num_workers=2"],
+      "InductionConfig.runner": "DirectRunner",
+      "InductionConfig.pipeline_args": ("--direct_num_workers=2",)}
   gin.bind_parameter("CMaxEnt.num_shards", 4)  # sharded: on Beam too
   assert augment.beam_bindings(4, "R")["CMaxEnt.runner"] == "R"
   gin.clear_config()

@@ -57,6 +57,10 @@ class InductionConfig:
   num_workers: int = 0  # processes for the candidate search; 0: all cores
   min_rules_per_worker: int = 500  # smaller steps stay in one process
   log_base: float = math.e  # of the penalty: ln (paper); 2.0 (authors' code)
+  # The candidate search of each step on Apache Beam (`beam_search.py`):
+  # a runner name and its flags; the same grammar as locally.
+  runner: Optional[str] = None
+  pipeline_args: Tuple[str, ...] = ()
 
   def objective_config(self) -> ObjectiveConfig:
     return ObjectiveConfig(self.terminal_cost, self.nonterminal_cost,
@@ -94,7 +98,8 @@ _FORK_STATE = None  # (inducer, unifier, partners, present) for forked workers
 # InductionConfig fields that only spread the work over processes: workers
 # return each rule's proposals with their (pure) costs, merged in rule order,
 # so the grammar does not depend on them (test_worker_processes_...).
-_PARALLELISM_FIELDS = ("num_workers", "min_rules_per_worker")
+_PARALLELISM_FIELDS = ("num_workers", "min_rules_per_worker", "runner",
+                       "pipeline_args")
 
 
 def _fork_is_safe() -> bool:
@@ -180,8 +185,14 @@ class Inducer:
     workers = self.config.num_workers or os.cpu_count() or 1
     partners = dict(zip(todo, index.subsets(todo)))
     unifier = GrammarUnifier(grammar, self._rule_codes)
-    if (workers > 1 and len(todo) >= self.config.min_rules_per_worker * 2
-        and _fork_is_safe()):
+    big = len(todo) >= self.config.min_rules_per_worker * 2
+    if self.config.runner and big:  # small steps: a pipeline's start-up
+      from csl_jax.induction import beam_search  # pylint: disable=g-import-not-at-top
+      chunks = [todo[k::workers * 4] for k in range(workers * 4)]
+      found = beam_search.propose((self, unifier, partners, present), chunks,
+                                  self.config.runner,
+                                  self.config.pipeline_args)
+    elif workers > 1 and big and _fork_is_safe():
       global _FORK_STATE
       _FORK_STATE = (self, unifier, partners, present)
       chunks = [todo[k::workers * 4] for k in range(workers * 4)]

@@ -106,7 +106,8 @@ def augment(run_dir: str, dataset: str = "scan", split: Optional[str] = None,
     shards: CSL's sampling and forests in that many shards (`sample.shards`,
       `fit.forest_shards`).
     runner: every stage with a Beam form on this Apache Beam runner: CSL's
-      forests and sampling, UAT's templating, and CMaxEnt where
+      induction search, forests and sampling, UAT's templating, and CMaxEnt
+      where
       `CMaxEnt.num_shards` > 1 is bound.
     pipeline_args: Beam flags for `runner`.
   """
@@ -145,6 +146,8 @@ def beam_bindings(shards: Optional[int], runner: Optional[str],
     for fn in stages:
       bindings[f"{fn}.runner"] = runner
       bindings[f"{fn}.pipeline_args"] = list(pipeline_args)
+    bindings["InductionConfig.runner"] = runner
+    bindings["InductionConfig.pipeline_args"] = tuple(pipeline_args)
   return bindings
 
 

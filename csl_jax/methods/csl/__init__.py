@@ -40,7 +40,12 @@ def _stage_config(fn, exclude) -> Tuple[Dict[str, Any], List[str]]:
            if params.get(k)]
   for k in _FILE_PARAMS:
     params.pop(k, None)
-  return configs.to_json(params), files
+  config = configs.to_json(params)
+  nested = config.get("config")
+  if isinstance(nested, dict):  # InductionConfig's runner, pipeline_args
+    for k in _BOOKKEEPING:
+      nested.pop(k, None)
+  return config, files
 
 
 def _model_files(model_dir: str) -> List[str]:
