@@ -12,19 +12,16 @@ import sys
 import numpy as np
 import pytest
 
-pytest.importorskip("seqio")
-tf = pytest.importorskip("tensorflow")
-try:  # tf.data needs no GPU; leave it to JAX.
-  tf.config.set_visible_devices([], "GPU")
-except RuntimeError:
-  pass
+from csl_jax.testing import tf_data
+
+seqio, tf = tf_data.seqio_and_tensorflow()
 
 # pylint: disable=g-import-not-at-top
-import seqio
 from csl_jax.errors import InputError
 from csl_jax.seq2seq import arrays
 from csl_jax.seq2seq import bundle
 from csl_jax.seq2seq import input_pipeline
+from csl_jax.testing import files
 from tasks import registry
 # pylint: enable=g-import-not-at-top
 
@@ -58,8 +55,7 @@ def test_ragged_round_trip_and_padding(tmp_path):
 
 def test_features_equal_seqio_feature_converter(tmp_path):
   rows = [(f"x{'y' * (i % 9)} {i}", "z" * (1 + i % 13)) for i in range(37)]
-  (tmp_path / "train.tsv").write_text(
-      "".join(f"{i}\t{o}\n" for i, o in rows), encoding="utf-8")
+  files.write_pairs(tmp_path / "train.tsv", rows)
   registry.register_dataset("t_arrays", tmp_path,
                             vocabulary=seqio.ByteVocabulary())
   try:
@@ -130,14 +126,7 @@ def toy_experiment(tmp_path, clear_gin):  # pylint: disable=unused-argument
                "log_every": 1, "checkpoint_every": 100,
                "bucket_width": 0}.items():
     gin.bind_parameter(f"seq2seq.TrainConfig.{k}", v)
-  words = [" ".join(a + b + c) for a in "abcd" for b in "abcd"
-           for c in "abcd"][:50]
-  pairs = [f"{w}\t{' '.join(reversed(w.split()))}\n" for w in words]
-  d = tmp_path / "toy"
-  d.mkdir()
-  (d / "train.tsv").write_text("".join(pairs[:40]))
-  (d / "test.tsv").write_text("".join(pairs[40:]))
-  return str(d)
+  return files.write_reversal_toy(tmp_path)
 
 
 def test_bundle_cells_train_without_tensorflow_and_score_here(

@@ -12,12 +12,9 @@ import random
 import gin
 import pytest
 
-pytest.importorskip("seqio")
-tf = pytest.importorskip("tensorflow")
-try:  # tf.data needs no GPU; leave it to JAX.
-  tf.config.set_visible_devices([], "GPU")
-except RuntimeError:
-  pass
+from csl_jax.testing import tf_data
+
+seqio, tf = tf_data.seqio_and_tensorflow()
 
 # pylint: disable=g-import-not-at-top
 from csl_jax.cli import main as cli
@@ -28,6 +25,7 @@ from csl_jax.experiments import results
 from csl_jax.experiments import runner
 from csl_jax.methods import base as method_base
 from csl_jax.seq2seq import train as train_lib
+from csl_jax.testing import files
 # pylint: enable=g-import-not-at-top
 
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -85,14 +83,7 @@ def tiny(clear_gin):  # pylint: disable=unused-argument,redefined-outer-name
 @pytest.fixture
 def toy_data(tmp_path):
   """Reverse three letters: 40 train, 10 test pairs."""
-  words = [a + b + c for a in "abcd" for b in "abcd" for c in "abcd"]
-  words = [" ".join(w) for w in words[:50]]
-  pairs = [f"{w}\t{' '.join(reversed(w.split()))}\n" for w in words]
-  d = tmp_path / "toy"
-  d.mkdir()
-  (d / "train.tsv").write_text("".join(pairs[:40]))
-  (d / "test.tsv").write_text("".join(pairs[40:]))
-  return str(d)
+  return files.write_reversal_toy(tmp_path)
 
 
 def _run(out, data_dir, **kw):

@@ -19,13 +19,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-seqio = pytest.importorskip("seqio")
-tf = pytest.importorskip("tensorflow")
+from csl_jax.testing import tf_data
 
-try:  # tf.data needs no GPU; leave it to JAX.
-  tf.config.set_visible_devices([], "GPU")
-except RuntimeError:
-  pass
+seqio, tf = tf_data.seqio_and_tensorflow()
 
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

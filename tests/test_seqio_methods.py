@@ -8,14 +8,9 @@ import collections
 
 import pytest
 
-seqio = pytest.importorskip("seqio")
-tf = pytest.importorskip("tensorflow")
+from csl_jax.testing import tf_data
 
-# tf.data needs no GPU; keep TF from claiming GPU memory the JAX tests use.
-try:
-  tf.config.set_visible_devices([], "GPU")
-except RuntimeError:  # TF was initialized already.
-  pass
+seqio, tf = tf_data.seqio_and_tensorflow()
 
 from csl_jax.seq2seq import input_pipeline  # pylint: disable=g-import-not-at-top
 from csl_jax.testing.files import write_pairs  # pylint: disable=g-import-not-at-top

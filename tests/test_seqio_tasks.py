@@ -5,15 +5,10 @@ import itertools
 
 import pytest
 
-seqio = pytest.importorskip("seqio")
-tf = pytest.importorskip("tensorflow")
-gin = pytest.importorskip("gin")
+from csl_jax.testing import tf_data
 
-# tf.data needs no GPU; keep TF from claiming GPU memory the JAX tests use.
-try:
-  tf.config.set_visible_devices([], "GPU")
-except RuntimeError:  # TF was initialized already.
-  pass
+seqio, tf = tf_data.seqio_and_tensorflow()
+gin = pytest.importorskip("gin")
 
 from csl_jax.testing.files import write_pairs  # pylint: disable=g-import-not-at-top
 from tasks import metrics

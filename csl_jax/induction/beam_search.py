@@ -8,10 +8,9 @@ a few MB on SCAN); proposals come back as text (rule, cost) lines.
 """
 
 import json
-import os
-import tempfile
 from typing import List, Sequence, Tuple
 
+from csl_jax.beam import collect
 from csl_jax.beam import options as beam_options
 from csl_jax.qcfg.rules import Rule, format_rule, parse_rules
 
@@ -32,20 +31,14 @@ def propose(state, chunks: Sequence[Sequence[int]], runner: str,
       scored = inducer._proposals_of(unifier, i, partners[i], present)
       yield json.dumps([i, [[format_rule(r), c] for r, c in scored]])
 
-  with tempfile.TemporaryDirectory() as tmp:
-    prefix = os.path.join(tmp, "proposals")
-    with beam.Pipeline(options=opts) as p:
-      _ = (p
-           | "Chunks" >> beam.Create(chunks)
-           | "Spread" >> beam.Reshuffle()
-           | "Propose" >> beam.FlatMap(work)
-           | "Write" >> beam.io.WriteToText(prefix, num_shards=1,
-                                            shard_name_template=""))
-    found = []
-    with open(prefix, encoding="utf-8") as f:
-      for line in f:
-        i, scored = json.loads(line)
-        rules = parse_rules("\n".join(r for r, _ in scored)) if scored \
-            else []
-        found.append((i, [(r, c) for r, (_, c) in zip(rules, scored)]))
-    return found
+  out = collect.lines(opts, lambda p: (
+      p
+      | "Chunks" >> beam.Create(chunks)
+      | "Spread" >> beam.Reshuffle()
+      | "Propose" >> beam.FlatMap(work)))
+  found = []
+  for line in out:
+    i, scored = json.loads(line)
+    rules = parse_rules("\n".join(r for r, _ in scored)) if scored else []
+    found.append((i, [(r, c) for r, (_, c) in zip(rules, scored)]))
+  return found

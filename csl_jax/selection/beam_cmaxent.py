@@ -7,12 +7,11 @@ greedy's CPU; featurizing past one machine's memory is not done here).
 """
 
 import json
-import os
-import tempfile
 from typing import Sequence
 
 import numpy as np
 
+from csl_jax.beam import collect
 from csl_jax.beam import options as beam_options
 from csl_jax.selection import cmaxent
 from csl_jax.selection import diversity
@@ -37,18 +36,13 @@ def sharded_greedy_queries(features: diversity.PoolFeatures, k: int,
                                  tol)
     return json.dumps(picks.tolist())
 
-  with tempfile.TemporaryDirectory() as tmp:
-    prefix = os.path.join(tmp, "picks")
-    with beam.Pipeline(options=opts) as p:
-      _ = (p
-           | "Shards" >> beam.Create(list(range(num_shards)))
-           | "Spread" >> beam.Reshuffle()
-           | "ShardGreedy" >> beam.FlatMap(shard_winners)
-           # Winners in shard order would not matter: the final greedy
-           # sees each query's multiplicity only.
-           | "Gather" >> beam.combiners.ToList()
-           | "FinalGreedy" >> beam.Map(final)
-           | "Write" >> beam.io.WriteToText(prefix, num_shards=1,
-                                            shard_name_template=""))
-    with open(prefix, encoding="utf-8") as f:
-      return np.asarray(json.loads(f.read()), np.int64)
+  out = collect.lines(opts, lambda p: (
+      p
+      | "Shards" >> beam.Create(list(range(num_shards)))
+      | "Spread" >> beam.Reshuffle()
+      | "ShardGreedy" >> beam.FlatMap(shard_winners)
+      # Winners in shard order would not matter: the final greedy sees each
+      # query's multiplicity only.
+      | "Gather" >> beam.combiners.ToList()
+      | "FinalGreedy" >> beam.Map(final)))
+  return np.asarray(json.loads(out[0]), np.int64)

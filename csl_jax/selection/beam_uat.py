@@ -9,12 +9,11 @@ pool past the driver's memory is not handled here).
 """
 
 import json
-import os
-import tempfile
 from typing import List, Sequence, Tuple
 
 import numpy as np
 
+from csl_jax.beam import collect
 from csl_jax.beam import options as beam_options
 from csl_jax.data.tsv import Example
 from csl_jax.errors import InputError
@@ -83,14 +82,9 @@ def template_ids(pool: Sequence[Example], abstraction: str,
     index, local, names = shard_templates(rows, 0, len(rows), abstraction)
     return json.dumps([[i + lo for i in index], local, names])
 
-  with tempfile.TemporaryDirectory() as tmp:
-    prefix = os.path.join(tmp, "templates")
-    with beam.Pipeline(options=opts) as p:
-      _ = (p
-           | "Shards" >> beam.Create(elements)
-           | "Spread" >> beam.Reshuffle()
-           | "Abstract" >> beam.Map(shard)  # one element per shard
-           | "Write" >> beam.io.WriteToText(prefix, num_shards=1,
-                                            shard_name_template=""))
-    with open(prefix, encoding="utf-8") as f:
-      return number_templates([json.loads(line) for line in f])
+  return number_templates([json.loads(line) for line in collect.lines(
+      opts, lambda p: (p
+                       | "Shards" >> beam.Create(elements)
+                       | "Spread" >> beam.Reshuffle()
+                       # One element per shard.
+                       | "Abstract" >> beam.Map(shard)))])
