@@ -79,6 +79,14 @@ def fit(out_dir: str, grammar: str, train_data: str,
   """
   from csl_jax.model import train  # pylint: disable=g-import-not-at-top
   config = config or train.FitConfig()
+  if forest_shards < 0:
+    raise InputError(f"forest_shards must be >= 0, not {forest_shards}")
+  if pipeline_args and not runner:
+    raise InputError(f"Beam pipeline flags {list(pipeline_args)} need a "
+                     "runner (fit.runner)")
+  if runner and forest_shards < 1:
+    raise InputError("fit.runner builds the forests in shards: set "
+                     "fit.forest_shards >= 1")
   if unlabeled_copies < 1:
     raise InputError(f"unlabeled_copies must be >= 1, not {unlabeled_copies}")
   output_cfg = assets.resolve(output_cfg)
@@ -106,12 +114,6 @@ def fit(out_dir: str, grammar: str, train_data: str,
       writer.scalar("train/neg_log_p_xy", loss, step)
 
   lengths = dict(max_source_len=max_source_len, max_target_len=max_target_len)
-  if pipeline_args and not runner:
-    raise InputError(f"Beam pipeline flags {list(pipeline_args)} need a "
-                     "runner (fit.runner)")
-  if runner and forest_shards < 1:
-    raise InputError("fit.runner builds the forests in shards: set "
-                     "fit.forest_shards >= 1")
   builder = None
   if forest_shards:
     from csl_jax.cky import forest_shards as shards_lib  # pylint: disable=g-import-not-at-top
