@@ -177,3 +177,31 @@ def test_bundle_cells_train_without_tensorflow_and_score_here(
   assert 1.0 < records[1]["perplexity_by_part"]["test"] < 2 * 259
   # Outputs of an export with another key are never imported.
   assert bundle.outputs(box, "toy/original/seed_1", "another") is None
+
+
+def test_bundle_pretrain_finetune_cell_trains_twice_there(
+    toy_experiment, tmp_path):  # pylint: disable=redefined-outer-name
+  # pylint: disable=g-import-not-at-top
+  from csl_jax.experiments import runner
+  from csl_jax.seq2seq import train as train_lib
+  # pylint: enable=g-import-not-at-top
+  out, box = str(tmp_path / "exp"), str(tmp_path / "bundle")
+  kw = dict(dataset="tsv", splits=["toy"], data_dir=toy_experiment,
+            methods=["augzero"], data=["augzero"], seeds=[0],
+            regime="pretrain_finetune", finetune_steps=2, beam_size=1,
+            decode_batch_size=16, bundle=box)
+  assert runner.experiment(out, **kw)["pending"] == ["toy/augzero/seed_0"]
+  cell = os.path.join(box, "cells", "toy", "augzero", "seed_0")
+  with open(os.path.join(cell, "cell.json")) as f:
+    spec = json.load(f)
+  assert spec["pretrain"]["task"] == "tsv_toy_augzero_synthetic"
+  assert spec["task"] == "tsv_toy"
+  assert (spec["pretrain_steps"], spec["train"]["num_steps"]) == (4, 2)
+  bundle.run_bundle(box, progress=False)
+  (record,) = runner.experiment(out, **kw)["records"]
+  assert record["steps"] == 2 and record["regime"] == "pretrain_finetune"
+  # Fine-tuned from the pretrained parameters, as the local regime does.
+  with open(os.path.join(cell, "train", "config.json")) as f:
+    assert json.load(f)["init"]["step"] == 4
+  assert train_lib.load_config(os.path.join(cell, "pretrain"))[1]["task"] \
+      == "tsv_toy_augzero_synthetic"

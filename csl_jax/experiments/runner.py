@@ -216,22 +216,28 @@ def _cell_stage(cell: grid_lib.Cell, run_dir: str, synthetic: Optional[str],
     key = cache.stage_key("cell", inputs, config)["key"]
     done = bundle_lib.outputs(ctx.bundle, cell.path, key)
     if done is None:
-      bundle_lib.export_cell(ctx.bundle, cell.path, key, train_task, name,
-                             ctx.eval_parts, ctx.model_config, train_config,
-                             ctx.beam_size, ctx.decode_batch_size)
+      bundle_lib.export_cell(
+          ctx.bundle, cell.path, key, name if pretrain else train_task, name,
+          ctx.eval_parts, ctx.model_config, train_config, ctx.beam_size,
+          ctx.decode_batch_size,
+          pretrain_task=f"{name}_{cell.data}_synthetic" if pretrain else None,
+          finetune_steps=ctx.finetune_steps if pretrain else None)
       raise bundle_lib.Pending(cell.path)
     lengths = input_pipeline.lengths(ctx.model_config.max_input_len,
                                      ctx.model_config.max_target_len)
     rows = {p: decode.score_predictions(
         name, decode.split_examples(name, p, lengths),
         done["parts"][p]["ids"])[0] for p in ctx.eval_parts}
-    board = os.path.join(ctx.bundle, bundle_lib.CELLS_DIR, cell.path,
-                         "train", "tensorboard")
-    if os.path.isdir(board):  # the learning curves of the plots
-      shutil.copytree(board, os.path.join(directory, "train", "tensorboard"),
-                      dirs_exist_ok=True)
+    for part in ("pretrain", "train"):  # the learning curves of the plots
+      board = os.path.join(ctx.bundle, bundle_lib.CELLS_DIR, cell.path,
+                           part, "tensorboard")
+      if os.path.isdir(board):
+        shutil.copytree(board, os.path.join(directory, part, "tensorboard"),
+                        dirs_exist_ok=True)
     summary = {"split": cell.split, "data": cell.data, "seed": cell.seed,
                "regime": config["regime"], "train": done["train"],
+               **({"pretrain": done["pretrain"]} if done.get("pretrain")
+                  else {}),
                "train_seconds": done["train_seconds"],
                "examples_per_second": done["train"].get(
                    "examples_per_second"),
@@ -383,7 +389,7 @@ def experiment(out_dir: str,
     bundle: a directory: the cells are not trained here but exported
       there (token arrays and specs) for `csl-jax run-bundle` on a machine
       with an accelerator and JAX alone; rerun once the bundle is back to
-      score and record them (`csl_jax/seq2seq/bundle.py`). Mixture regime.
+      score and record them (`csl_jax/seq2seq/bundle.py`).
     wait: wait for another process holding `out_dir` instead of stopping.
   """
   # pylint: disable=g-import-not-at-top
@@ -418,9 +424,6 @@ def experiment(out_dir: str,
   if regime not in grid_lib.REGIMES:
     raise InputError(f"experiment.regime: {regime!r}; valid: "
                      f"{', '.join(grid_lib.REGIMES)}")
-  if bundle and regime != "mixture":
-    raise InputError("experiment.bundle: the mixture regime only (a "
-                     "pretrain_finetune cell trains twice)")
   for label, value in (("beam_size", beam_size),
                        ("decode_batch_size", decode_batch_size),
                        ("finetune_steps", finetune_steps)):

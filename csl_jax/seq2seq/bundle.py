@@ -75,11 +75,14 @@ def _task_arrays(task_name: str, split: str,
 
 def export_cell(bundle: str, cell: str, stage_key: str, task: str,
                 eval_task: str, eval_parts: Sequence[str], model_config,
-                train_config, beam_size: int, decode_batch_size: int
-                ) -> str:
+                train_config, beam_size: int, decode_batch_size: int,
+                pretrain_task: Optional[str] = None,
+                finetune_steps: Optional[int] = None) -> str:
   """Writes cell `cell` (a relative path) of training task or mixture
   `task`, scored on `eval_parts` of `eval_task`; returns its directory.
-  An earlier export of another stage key is replaced, outputs and all."""
+  With `pretrain_task`: trained on it first, then `finetune_steps` steps
+  on `task` from those parameters. An earlier export of another stage key
+  is replaced, outputs and all."""
   import seqio  # pylint: disable=g-import-not-at-top
   if train_config.curriculum != "none" or train_config.track_train_every:
     raise InputError("experiment.bundle: curricula and train tracking run "
@@ -91,27 +94,37 @@ def export_cell(bundle: str, cell: str, stage_key: str, task: str,
   for name in (OUTPUTS_FILE, PREDICTIONS_FILE):
     if os.path.exists(os.path.join(directory, name)):
       os.remove(os.path.join(directory, name))
-  provider = seqio.get_mixture_or_task(task)
-  vocab = provider.output_features["targets"].vocabulary
+  vocab = seqio.get_mixture_or_task(task).output_features[
+      "targets"].vocabulary
   if not model_config.vocab_size:
     model_config = dataclasses.replace(model_config,
                                        vocab_size=vocab.vocab_size)
   lengths = input_pipeline.lengths(model_config.max_input_len,
                                    model_config.max_target_len)
-  members = ([(t.name, float(provider.get_rate(t))) for t in provider.tasks]
-             if isinstance(provider, seqio.Mixture) else [(task, 1.0)])
-  train_data = [{"task": name, "rate": rate,
-                 "arrays": _save_arrays(bundle, _task_arrays(name, "train",
-                                                             lengths))}
-                for name, rate in sorted(members)]
+
+  def data_of(name):
+    provider = seqio.get_mixture_or_task(name)
+    members = ([(t.name, float(provider.get_rate(t)))
+                for t in provider.tasks]
+               if isinstance(provider, seqio.Mixture) else [(name, 1.0)])
+    return [{"task": member, "rate": rate,
+             "arrays": _save_arrays(bundle, _task_arrays(member, "train",
+                                                         lengths))}
+            for member, rate in sorted(members)]
+
   evals = {p: _save_arrays(bundle, _task_arrays(eval_task, p, lengths))
            for p in eval_parts}
-  atomic_write_json(os.path.join(directory, CELL_FILE), {
-      "stage_key": stage_key, "task": task,
-      "model": dataclasses.asdict(model_config),
-      "train": dataclasses.asdict(train_config),
-      "train_data": train_data, "eval": evals,
-      "beam_size": beam_size, "decode_batch_size": decode_batch_size})
+  spec = {"stage_key": stage_key, "task": task,
+          "model": dataclasses.asdict(model_config),
+          "train": dataclasses.asdict(train_config),
+          "train_data": data_of(task), "eval": evals,
+          "beam_size": beam_size, "decode_batch_size": decode_batch_size}
+  if pretrain_task:
+    spec["pretrain"] = {"task": pretrain_task,
+                        "train_data": data_of(pretrain_task)}
+    spec["pretrain_steps"] = train_config.num_steps
+    spec["train"]["num_steps"] = finetune_steps
+  atomic_write_json(os.path.join(directory, CELL_FILE), spec)
   return directory
 
 
@@ -185,22 +198,34 @@ def run_cell(bundle: str, cell: str, progress: bool = False
   if spec is None:
     raise InputError("no cell.json", directory)
   model_config = models.Seq2SeqConfig(**spec["model"])
-  config = TrainConfig(**spec["train"])
   lengths = input_pipeline.lengths(model_config.max_input_len,
                                    model_config.max_target_len)
-  tasks = [arrays.load(os.path.join(bundle, t["arrays"]))
-           for t in spec["train_data"]]
-  rates = [t["rate"] for t in spec["train_data"]]
-  key = {"model": dataclasses.asdict(model_config), "task": spec["task"],
-         "train": train_key(config),
-         "data": {t["task"]: {"rate": t["rate"], "train": [t["arrays"]]}
-                  for t in spec["train_data"]}}
+
+  def train(out, name, train_data, config, init_from=None):
+    tasks = [arrays.load(os.path.join(bundle, t["arrays"]))
+             for t in train_data]
+    rates = [t["rate"] for t in train_data]
+    key = {"model": dataclasses.asdict(model_config), "task": name,
+           "train": train_key(config),
+           "data": {t["task"]: {"rate": t["rate"], "train": [t["arrays"]]}
+                    for t in train_data}}
+    return train_lib.fit(
+        os.path.join(directory, out), model_config, config, key,
+        lambda first: arrays.batches(tasks, rates, lengths,
+                                     config.batch_size, config.bucket_width,
+                                     config.seed, first),
+        progress=progress, init_from=init_from)
+
   start = time.time()
-  metrics = train_lib.fit(
-      os.path.join(directory, "train"), model_config, config, key,
-      lambda first: arrays.batches(tasks, rates, lengths, config.batch_size,
-                                   config.bucket_width, config.seed, first),
-      progress=progress)
+  config = TrainConfig(**spec["train"])
+  pre = spec.get("pretrain")
+  pretrained = None
+  if pre:  # the cell's config, its own step count: the fine-tuning's
+    pretrained = train("pretrain", pre["task"], pre["train_data"],
+                       TrainConfig(**{**spec["train"],
+                                      "num_steps": spec["pretrain_steps"]}))
+  metrics = train("train", spec["task"], spec["train_data"], config,
+                  os.path.join(directory, "pretrain") if pre else None)
   train_seconds = time.time() - start
   model, params = train_lib.load_params(os.path.join(directory, "train"))
   data_sharding, replicated = train_lib.shardings(train_lib.make_mesh())
@@ -225,7 +250,8 @@ def run_cell(bundle: str, cell: str, progress: bool = False
     parts[part] = {"num_examples": n, "perplexity": _perplexity(
         state, data, lengths, batch_size, data_sharding)}
   arrays.save(os.path.join(directory, PREDICTIONS_FILE), predicted)
-  done = {"train": metrics, "train_seconds": train_seconds,
+  done = {"train": metrics, "pretrain": pretrained,
+          "train_seconds": train_seconds,
           "decode_seconds": time.time() - start, "parts": parts,
           "device": str(jax.devices()[0].device_kind)}
   atomic_write_json(os.path.join(directory, OUTPUTS_FILE), done)
