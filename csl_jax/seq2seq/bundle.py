@@ -94,11 +94,8 @@ def export_cell(bundle: str, cell: str, stage_key: str, task: str,
   for name in (OUTPUTS_FILE, PREDICTIONS_FILE):
     if os.path.exists(os.path.join(directory, name)):
       os.remove(os.path.join(directory, name))
-  vocab = seqio.get_mixture_or_task(task).output_features[
-      "targets"].vocabulary
-  if not model_config.vocab_size:
-    model_config = dataclasses.replace(model_config,
-                                       vocab_size=vocab.vocab_size)
+  from csl_jax.seq2seq import train as train_lib  # pylint: disable=g-import-not-at-top
+  model_config = train_lib.sized_for(model_config, task)
   lengths = input_pipeline.lengths(model_config.max_input_len,
                                    model_config.max_target_len)
 

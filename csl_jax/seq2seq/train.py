@@ -344,6 +344,15 @@ def _curriculum_batches(task, feature_lengths, config: TrainConfig,
         if config.bucket_width else batch
 
 
+def sized_for(model_config, task: str):
+  """`model_config` with the task vocabulary's size where it sets none."""
+  import seqio  # pylint: disable=g-import-not-at-top
+  if model_config.vocab_size:
+    return model_config
+  vocab = seqio.get_mixture_or_task(task).output_features["targets"].vocabulary
+  return dataclasses.replace(model_config, vocab_size=vocab.vocab_size)
+
+
 def train(out_dir: str, task: str,
           model_config: Optional[models.Seq2SeqConfig] = None,
           config: Optional[TrainConfig] = None,
@@ -362,13 +371,8 @@ def train(out_dir: str, task: str,
       training data or initialization (see `run_key`): it is never resumed
       nor overwritten.
   """
-  import seqio  # pylint: disable=g-import-not-at-top
-  model_config = model_config or models.Seq2SeqConfig()
+  model_config = sized_for(model_config or models.Seq2SeqConfig(), task)
   config = config or TrainConfig()
-  vocab = seqio.get_mixture_or_task(task).output_features["targets"].vocabulary
-  if not model_config.vocab_size:
-    model_config = dataclasses.replace(model_config,
-                                       vocab_size=vocab.vocab_size)
   feature_lengths = input_pipeline.lengths(model_config.max_input_len,
                                            model_config.max_target_len)
 
