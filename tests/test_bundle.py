@@ -118,6 +118,7 @@ def test_batches_repeat_resume_buckets_and_rates():
 @pytest.fixture
 def toy_experiment(tmp_path, clear_gin):  # pylint: disable=unused-argument
   import gin  # pylint: disable=g-import-not-at-top
+  from csl_jax.seq2seq import config  # pylint: disable=g-import-not-at-top,unused-import
   for k, v in {"d_model": 16, "num_heads": 2, "d_ff": 32, "num_layers": 1,
                "dropout": 0.0, "max_input_len": 6,
                "max_target_len": 6}.items():
@@ -205,3 +206,4 @@ def test_bundle_pretrain_finetune_cell_trains_twice_there(
     assert json.load(f)["init"]["step"] == 4
   assert train_lib.load_config(os.path.join(cell, "pretrain"))[1]["task"] \
       == "tsv_toy_augzero_synthetic"
+
