@@ -62,6 +62,13 @@ parse_queued_flag() {
   esac
 }
 
+# parse_resource_flag "$@": a common or a queued-resource flag at the
+# front (the flags of create, status and delete); SHIFT as above.
+parse_resource_flag() {
+  parse_common_flag "$@"
+  (( SHIFT )) || parse_queued_flag "$@"
+}
+
 set_common() {
   case "$1" in
     name) TPU_NAME="$2" ;;

@@ -33,9 +33,7 @@ USAGE
 }
 
 while (( $# )); do
-  parse_common_flag "$@"
-  if (( SHIFT )); then shift "$SHIFT"; continue; fi
-  parse_queued_flag "$@"
+  parse_resource_flag "$@"
   if (( SHIFT )); then shift "$SHIFT"; continue; fi
   case "$1" in
     --spot) CAPACITY=(--spot); shift; continue ;;

@@ -19,18 +19,12 @@ USAGE
 }
 
 while (( $# )); do
-  parse_common_flag "$@"
-  if (( SHIFT )); then shift "$SHIFT"; continue; fi
-  parse_queued_flag "$@"
+  parse_resource_flag "$@"
   if (( SHIFT )); then shift "$SHIFT"; continue; fi
   case "$1" in
     -h|--help) usage; exit 0 ;;
-  esac
-  split_flag "$@"
-  case "$FLAG" in
     *) usage >&2; die "unknown flag: $1" ;;
   esac
-  shift "$USED"
 done
 
 require_gcloud
