@@ -158,22 +158,13 @@ def pending_cells(bundle: str) -> List[str]:
 
 
 def _perplexity(state, data, lengths, batch_size, data_sharding) -> float:
-  # pylint: disable=g-import-not-at-top
-  import jax
-  from csl_jax.seq2seq import train as train_lib
-  # pylint: enable=g-import-not-at-top
-  total_loss, total_weight = 0.0, 0.0
+  """`train.perplexity` of the arrays' examples."""
+  from csl_jax.seq2seq import train as train_lib  # pylint: disable=g-import-not-at-top
   n = len(data["targets"])
-  for start in range(0, n, batch_size):
-    batch = arrays.features(data, np.arange(start, min(n, start + batch_size)),
-                            lengths)
-    batch = input_pipeline.pad_batch(batch, batch_size)
-    batch = input_pipeline.pad_batch(batch, jax.local_device_count())
-    out = jax.device_get(train_lib.eval_step(
-        state, jax.device_put(batch, data_sharding)))
-    total_loss += float(out["loss"]) * float(out["weight"])
-    total_weight += float(out["weight"])
-  return float(np.exp(total_loss / max(total_weight, 1.0)))
+  batches = (arrays.features(data, np.arange(a, min(n, a + batch_size)),
+                             lengths) for a in range(0, n, batch_size))
+  return float(np.exp(train_lib.mean_loss(state, batches, data_sharding,
+                                          batch_size)["loss"]))
 
 
 def run_cell(bundle: str, cell: str, progress: bool = False

@@ -138,10 +138,18 @@ def evaluate_loss(state, task, split, feature_lengths, batch_size,
                   data_sharding, bucket_width: int = 0) -> Dict[str, float]:
   ds = input_pipeline.get_dataset(task, split, feature_lengths, batch_size,
                                   bucket_width=bucket_width)
+  return mean_loss(state, input_pipeline.numpy_batches(ds, bucket_width),
+                   data_sharding, 0 if bucket_width else batch_size)
+
+
+def mean_loss(state, batches, data_sharding, pad_to: int = 0
+              ) -> Dict[str, float]:
+  """Token-weighted loss and accuracy over numpy batches; with `pad_to`,
+  each batch padded to that many rows (one compiled eval_step)."""
   total = {"loss": 0.0, "accuracy": 0.0, "weight": 0.0}
-  for batch in input_pipeline.numpy_batches(ds, bucket_width):
-    if not bucket_width:  # the last batch too: one compiled eval_step
-      batch = input_pipeline.pad_batch(batch, batch_size)
+  for batch in batches:
+    if pad_to:
+      batch = input_pipeline.pad_batch(batch, pad_to)
     batch = input_pipeline.pad_batch(batch, jax.local_device_count())
     out = jax.device_get(eval_step(state, jax.device_put(batch,
                                                          data_sharding)))
