@@ -9,7 +9,7 @@ concatenation is exactly the arrays of one `build_forests` call.
 """
 
 import hashlib
-import json
+import io
 import os
 from typing import List, Optional, Sequence, Tuple
 
@@ -18,6 +18,7 @@ import numpy as np
 from csl_jax.cky import forest as forest_lib
 from csl_jax.cky.grammar_arrays import QCFGArrays
 from csl_jax.errors import InputError
+from csl_jax.files import atomic_write_bytes, atomic_write_json, read_json
 
 FIELDS = ("node_offsets", "edge_offsets", "nodes", "edge_rule",
           "edge_parent", "edge_children")
@@ -38,9 +39,9 @@ def shard_path(directory: str, shard: int, num_shards: int) -> str:
 
 def save(path: str, batch: forest_lib.ForestBatch) -> None:
   """Writes the shard atomically (a worker killed midway leaves none)."""
-  tmp = f"{path}.tmp.{os.getpid()}.npz"
-  np.savez(tmp, **{k: getattr(batch, k) for k in FIELDS})
-  os.replace(tmp, path)
+  buffer = io.BytesIO()
+  np.savez(buffer, **{k: getattr(batch, k) for k in FIELDS})
+  atomic_write_bytes(path, buffer.getvalue())
 
 
 def load(path: str) -> forest_lib.ForestBatch:
@@ -102,18 +103,12 @@ def build_sharded(grammar: QCFGArrays, pairs, num_shards: int,
   os.makedirs(directory, exist_ok=True)
   key_path = os.path.join(directory, "key.json")
   record = {"key": key, "num_shards": num_shards}
-  old = None
-  if os.path.exists(key_path):
-    with open(key_path, encoding="utf-8") as f:
-      old = json.load(f)
+  old = read_json(key_path) if os.path.exists(key_path) else None
   if old != record:
     for name in os.listdir(directory):
       if name.startswith("forests-"):
         os.remove(os.path.join(directory, name))
-    tmp = f"{key_path}.tmp.{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-      json.dump(record, f)
-    os.replace(tmp, key_path)
+    atomic_write_json(key_path, record)
   missing = [s for s in range(num_shards)
              if not os.path.exists(shard_path(directory, s, num_shards))]
   if missing and runner:

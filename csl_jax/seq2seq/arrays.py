@@ -18,12 +18,12 @@ the same batches on every machine, but not the batches of the SeqIO path.
 
 import hashlib
 import io
-import os
 from typing import Dict, Iterator, List, Mapping, Sequence, Tuple
 
 import numpy as np
 
 from csl_jax.errors import InputError
+from csl_jax.files import atomic_write_bytes
 from csl_jax.seq2seq import input_pipeline
 
 FIELDS = ("inputs", "targets")
@@ -76,10 +76,7 @@ def save(path: str, data: Mapping[str, Ragged]) -> str:
       f"{k}_{part}": getattr(v, part) for k, v in data.items()
       for part in ("ids", "offsets")})
   raw = buffer.getvalue()
-  tmp = f"{path}.tmp.{os.getpid()}"
-  with open(tmp, "wb") as f:
-    f.write(raw)
-  os.replace(tmp, path)
+  atomic_write_bytes(path, raw)
   return hashlib.sha256(raw).hexdigest()
 
 
