@@ -124,11 +124,13 @@ def test_augment_shards_and_runner_reach_every_beam_stage(clear_gin):  # pylint:
   got = augment.beam_bindings(4, "DirectRunner", ["--direct_num_workers=2"])
   assert got == {
       "sample.shards": 4, "fit.forest_shards": 4, "UAT.num_shards": 4,
+      "geca.GECAConfig.num_shards": 4,
       "sample.runner": "DirectRunner", "fit.runner": "DirectRunner",
-      "UAT.runner": "DirectRunner",
+      "UAT.runner": "DirectRunner", "geca.GECAConfig.runner": "DirectRunner",
       "sample.pipeline_args": ["--direct_num_workers=2"],
       "fit.pipeline_args": ["--direct_num_workers=2"],
       "UAT.pipeline_args": ["--direct_num_workers=2"],
+      "geca.GECAConfig.pipeline_args": ["--direct_num_workers=2"],
       "InductionConfig.runner": "DirectRunner",
       "InductionConfig.pipeline_args": ("--direct_num_workers=2",)}
   gin.bind_parameter("CMaxEnt.num_shards", 4)  # sharded: on Beam too
@@ -136,6 +138,8 @@ def test_augment_shards_and_runner_reach_every_beam_stage(clear_gin):  # pylint:
   gin.clear_config()
   with configs.bound(got, "test"):
     assert gin.query_parameter("fit.forest_shards") == 4
+    from csl_jax.methods.geca.config import GECAConfig  # pylint: disable=g-import-not-at-top
+    assert GECAConfig().num_shards == 4
   with pytest.raises(ValueError):  # restored: unbound again
     gin.query_parameter("fit.forest_shards")
   assert augment.beam_bindings(None, None) == {}

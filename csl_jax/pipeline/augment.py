@@ -122,6 +122,7 @@ def beam_bindings(shards: Optional[int], runner: Optional[str],
   """The gin bindings that shard the stages and put them on `runner`."""
   # pylint: disable=g-import-not-at-top,unused-import
   from csl_jax.methods.csl import fit, sample
+  from csl_jax.methods.geca import config as geca_config
   from csl_jax.selection import cmaxent, uat
   # pylint: enable=g-import-not-at-top,unused-import
   if pipeline_args and not runner:
@@ -135,9 +136,10 @@ def beam_bindings(shards: Optional[int], runner: Optional[str],
   bindings: Dict[str, Any] = {}
   if shards:
     bindings.update({"sample.shards": shards, "fit.forest_shards": shards,
-                     "UAT.num_shards": shards})
+                     "UAT.num_shards": shards,
+                     "geca.GECAConfig.num_shards": shards})
   if runner:
-    stages = ["sample", "fit", "UAT"]
+    stages = ["sample", "fit", "UAT", "geca.GECAConfig"]
     try:  # CMaxEnt goes to Beam only where it is sharded (approximate)
       if gin.query_parameter("CMaxEnt.num_shards") > 1:
         stages.append("CMaxEnt")

@@ -26,11 +26,13 @@ is the plain-Python twin for small inputs.
 
 import collections
 import concurrent.futures
+import contextlib
 import dataclasses
 import os
 import resource
+import tempfile
 import time
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -362,46 +364,123 @@ def _decode(e: _Encoded, toks, output_only: bool) -> Tuple[str, str]:
   return " ".join(words[:cut]), " ".join(words[cut + 1:])
 
 
-def _preview(e: _Encoded, index: _Index, tid: int, fid: int,
-             output_only: bool) -> str:
-  """The new pair with the substituted fragment in [brackets]."""
+_REP = ("seq", "pos", "size", "ns")
+
+
+def _preview(e: _Encoded, t: Sequence, f: Sequence) -> str:
+  """The new pair with the substituted fragment in [brackets]; `t`, `f`:
+  where the template and the fragment are rebuilt from (seq, pos, size,
+  ns)."""
   from csl_jax.methods.geca import kernel_reference as ref  # pylint: disable=g-import-not-at-top
-  t, f = index.trow, index.frow
-  templ, _ = ref._replay(e.tokens, e.offsets, t["seq"][tid], t["pos"][tid],  # pylint: disable=protected-access
-                         t["size"][tid], t["ns"][tid])
-  _, spans = ref._replay(e.tokens, e.offsets, f["seq"][fid], f["pos"][fid],  # pylint: disable=protected-access
-                         f["size"][fid], f["ns"][fid])
+  templ, _ = ref._replay(e.tokens, e.offsets, *t)  # pylint: disable=protected-access
+  _, spans = ref._replay(e.tokens, e.offsets, *f)  # pylint: disable=protected-access
   words = []
-  for t in templ:
-    if t < 0:
-      words.append("[" + " ".join(e.vocab[x] for x in spans[-t - 1]) + "]")
+  for x in templ:
+    if x < 0:
+      words.append("[" + " ".join(e.vocab[y] for y in spans[-x - 1]) + "]")
     else:
-      words.append(SEP_TEXT if t == 0 else e.vocab[t])
+      words.append(SEP_TEXT if x == 0 else e.vocab[x])
   return " ".join(words)
 
 
-def _generate(e: _Encoded, index: _Index, config: GECAConfig, stats: Dict):
+Rep = Dict[str, np.ndarray]  # seq, pos, size, ns: where to rebuild from
+
+
+@dataclasses.dataclass
+class _Draws:
+  """What the seeded draw reads, asked for chunk by chunk: the two-sided
+  templates in template-hash order, and the candidate fills of their
+  fragment-set signatures."""
+  num_targets: int
+  # target positions -> (signature keys, where to rebuild the templates)
+  targets: Callable[[np.ndarray], Tuple[np.ndarray, Rep]]
+  # distinct signature keys -> (ptr, fill ids ascending by fragment hash,
+  # weights, candidate positions -> where to rebuild the fragments)
+  candidates: Callable[[np.ndarray], Tuple[np.ndarray, np.ndarray,
+                                           np.ndarray,
+                                           Callable[[np.ndarray], Rep]]]
+
+
+def _local_draws(index: _Index, config: GECAConfig) -> _Draws:
+  from csl_jax.methods.geca import kernel  # pylint: disable=g-import-not-at-top
+
+  def targets(tpos):
+    t = index.targets[tpos]
+    return index.target_sig[tpos], {k: index.trow[k][t] for k in _REP}
+
+  def candidates(usig):
+    s_ptr, s_fid = _sub_csr(index.tsig_ptr, index.tsig_fids, usig)
+    ptr, fid, w = kernel.candidates(
+        s_ptr, s_fid, index.inv_ptr, index.inv_dsig, index.dsig_ptr,
+        index.dsig_fids, index.dsig_count, index.frag_spans,
+        config.weighting == "uniform")
+    return ptr, fid, w, lambda j: {k: index.frow[k][fid[j]] for k in _REP}
+
+  return _Draws(len(index.targets), targets, candidates)
+
+
+def _partitioned_draws(e: _Encoded, allowed: np.ndarray, config: GECAConfig,
+                       stats: Dict, directory: str) -> _Draws:
+  """The index built by `partitioned`'s joins (on Beam with
+  `config.runner`); the draw reads the targets and candidates it visits
+  from the memory-mapped tables, so the driver holds the visit order and
+  one chunk, not the index."""
+  # pylint: disable=g-import-not-at-top
+  from csl_jax.methods.geca import partitioned
+  # pylint: enable=g-import-not-at-top
+  ctx = partitioned.Context(e.tokens, e.offsets, allowed, config,
+                            config.num_shards, directory)
+  os.makedirs(directory, exist_ok=True)
+  for f in os.listdir(directory):  # a rerun starts from nothing
+    os.remove(os.path.join(directory, f))
+  if config.runner:
+    from csl_jax.methods.geca import beam_index  # pylint: disable=g-import-not-at-top
+    beam_index.run(ctx, config.runner, config.pipeline_args)
+  else:
+    partitioned.run_local(ctx)
+  counts = partitioned.read_stats(directory)
+  stats.update({k: int(counts.get(k, 0)) for k in _INDEX_STATS})
+  targets = partitioned.Written(directory, "targets")
+  cand = partitioned.Written(directory, "candidates")
+
+  def target_rows(tpos):
+    rows = targets.rows(tpos, ("sig",) + _REP)
+    return rows.pop("sig"), rows
+
+  def candidates(usig):
+    lo, hi = cand.ranges(usig, "tsig", config.num_shards)
+    n = hi - lo
+    ptr = np.zeros(len(usig) + 1, np.int64)
+    np.cumsum(n, out=ptr[1:])
+    rows = np.repeat(lo - ptr[:-1], n) + np.arange(ptr[-1])
+    got = cand.rows(rows, ("fh", "w"))
+    return ptr, got["fh"], got["w"], lambda j: cand.rows(rows[j], _REP)
+
+  return _Draws(len(targets), target_rows, candidates)
+
+
+_INDEX_STATS = ("pairs_indexed", "templates", "fragments", "units",
+                "donor_units", "donor_signatures", "target_templates",
+                "target_signatures")
+
+
+def _generate(e: _Encoded, draws: _Draws, config: GECAConfig, stats: Dict):
   """Targets in seeded random order, chunk by chunk, until n_sample."""
   from csl_jax.methods.geca import kernel  # pylint: disable=g-import-not-at-top
   rng = np.random.default_rng(config.seed)
-  order = rng.permutation(len(index.targets))
+  order = rng.permutation(draws.num_targets)
   want = np.inf if config.n_sample is None else config.n_sample
-  t, f = index.trow, index.frow
   accepted_keys = set()
-  out_pairs, out_tf = [], []
+  out_pairs, out_tf, previews = [], [], []
   considered = novel_fail = 0
   chunk, start = 1024, 0
   budget = 4_000_000  # candidate entries per chunk
   while start < len(order) and len(out_pairs) < want:
     tpos = order[start:start + chunk]
     start += len(tpos)
-    sig = index.target_sig[tpos]
+    sig, t = draws.targets(tpos)
     usig, local_sig = np.unique(sig, return_inverse=True)
-    s_ptr, s_fid = _sub_csr(index.tsig_ptr, index.tsig_fids, usig)
-    c_ptr, c_fid, c_w = kernel.candidates(
-        s_ptr, s_fid, index.inv_ptr, index.inv_dsig, index.dsig_ptr,
-        index.dsig_fids, index.dsig_count, index.frag_spans,
-        config.weighting == "uniform")
+    c_ptr, c_fid, c_w, fill_rows = draws.candidates(usig)
     # Adapt the chunk so that candidate lists stay within the budget.
     per_target = max(1.0, len(c_fid) / max(1, len(usig)))
     chunk = int(np.clip(budget / per_target, 256, 262144))
@@ -415,13 +494,13 @@ def _generate(e: _Encoded, index: _Index, config: GECAConfig, stats: Dict):
     rows, cols = np.nonzero(pick >= 0)
     if not len(rows):
       continue
-    t_ids = index.targets[tpos[rows]]
+    t_ids = tpos[rows]
     f_ids = c_fid[pick[rows, cols]]
+    t = {k: t[k][rows] for k in _REP}
+    f = fill_rows(pick[rows, cols])
     flat, ptr, in_h, out_h = kernel.fill_pairs(
-        e.tokens, e.offsets, t["seq"][t_ids], t["pos"][t_ids],
-        t["size"][t_ids], t["ns"][t_ids], f["seq"][f_ids], f["pos"][f_ids],
-        f["size"][f_ids], f["ns"][f_ids], config.wug_size,
-        config.output_only)
+        e.tokens, e.offsets, *(t[k] for k in _REP), *(f[k] for k in _REP),
+        config.wug_size, config.output_only)
     considered += len(rows)
     novel = ~np.isin(out_h, e.train_out)
     if not config.output_only:
@@ -436,16 +515,20 @@ def _generate(e: _Encoded, index: _Index, config: GECAConfig, stats: Dict):
       out_pairs.append(_decode(e, flat[ptr[k]:ptr[k + 1]],
                                config.output_only))
       out_tf.append((int(t_ids[k]), int(f_ids[k])))
+      if len(previews) < config.preview:
+        previews.append(_preview(e, [t[c][k] for c in _REP],
+                                 [f[c][k] for c in _REP]))
       if len(out_pairs) >= want:
         break
   stats.update({"targets_visited": int(min(start, len(order))),
                 "fills_considered": int(considered),
-                "rejected_not_novel": int(novel_fail)})
+                "rejected_not_novel": int(novel_fail),
+                "preview": previews})
   return out_pairs, out_tf
 
 
 def augment(pairs: Sequence[Tuple[str, str]], config: GECAConfig,
-            seed: Optional[int] = None
+            seed: Optional[int] = None, work_dir: Optional[str] = None
             ) -> Tuple[List[Tuple[str, str]], Dict]:
   """GECA's new pairs from training pairs.
 
@@ -453,6 +536,9 @@ def augment(pairs: Sequence[Tuple[str, str]], config: GECAConfig,
     pairs: (input, output) training pairs (space-separated tokens).
     config: the settings; `seed` overrides `config.seed` when given.
     seed: see config.
+    work_dir: with `config.num_shards` > 1, where the partitioned index
+      writes its tables (every Beam worker must reach it); None: a
+      temporary directory.
 
   Returns:
     (new pairs in generation order, statistics): the statistics have the
@@ -475,26 +561,35 @@ def augment(pairs: Sequence[Tuple[str, str]], config: GECAConfig,
   stats["train_pairs"] = len(train)
   stats["sequences_indexed"] = len(e.offsets) - 1
   times["encode"] = time.perf_counter() - t0
-  t1 = time.perf_counter()
-  stored = _enumerate(e, allowed, config, stats)
-  times["enumerate"] = time.perf_counter() - t1
-  t1 = time.perf_counter()
-  if len(stored["th"]) == 0:
-    stats.update(generated=0, templates_used=0, fragments_used=0,
-                 preview=[], seconds=times, peak_rss_gb=_peak_rss_gb())
-    return [], stats
-  index = _build_index(e, stored, config, stats)
-  times["index"] = time.perf_counter() - t1
-  t1 = time.perf_counter()
-  new, used = _generate(e, index, config, stats)
+  with contextlib.ExitStack() as stack:
+    t1 = time.perf_counter()
+    if config.num_shards > 1:
+      # The draw reads the tables there: they live until it is done.
+      directory = work_dir or stack.enter_context(
+          tempfile.TemporaryDirectory())
+      draws = _partitioned_draws(e, allowed, config, stats, directory)
+      times["index"] = time.perf_counter() - t1
+      empty = stats["pairs_indexed"] == 0
+    else:
+      stored = _enumerate(e, allowed, config, stats)
+      times["enumerate"] = time.perf_counter() - t1
+      t1 = time.perf_counter()
+      empty = len(stored["th"]) == 0
+      if not empty:
+        draws = _local_draws(_build_index(e, stored, config, stats), config)
+        times["index"] = time.perf_counter() - t1
+    if empty:
+      stats.update(generated=0, templates_used=0, fragments_used=0,
+                   preview=[], seconds=times, peak_rss_gb=_peak_rss_gb())
+      return [], stats
+    t1 = time.perf_counter()
+    new, used = _generate(e, draws, config, stats)
   times["generate"] = time.perf_counter() - t1
   times["total"] = time.perf_counter() - t0
   stats.update({
       "generated": len(new),
       "templates_used": len({t for t, _ in used}),
       "fragments_used": len({f for _, f in used}),
-      "preview": [_preview(e, index, t, f, config.output_only)
-                  for t, f in used[:config.preview]],
       "seconds": {k: round(v, 3) for k, v in times.items()},
       "peak_rss_gb": round(_peak_rss_gb(), 3),
       "cpu_count": os.cpu_count(),

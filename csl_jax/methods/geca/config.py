@@ -1,7 +1,7 @@
 """Settings of GECA (Andreas, 2020), named after the authors' release flags."""
 
 import dataclasses
-from typing import Optional
+from typing import Optional, Tuple
 
 import gin
 
@@ -53,6 +53,9 @@ class GECAConfig:
   seed: int = 0
   memory_limit_gb: float = 8.0
   preview: int = 20
+  num_shards: int = 1
+  runner: Optional[str] = None
+  pipeline_args: Tuple[str, ...] = ()
 
   def __post_init__(self):
     from csl_jax.errors import InputError  # pylint: disable=g-import-not-at-top
@@ -71,3 +74,9 @@ class GECAConfig:
                        f"{self.weighting!r}")
     if self.holdout < 0:
       raise InputError("GECA holdout must be >= 0")
+    if self.num_shards < 1:
+      raise InputError("GECA num_shards must be >= 1")
+    if self.runner and self.num_shards < 2:
+      raise InputError("GECA runner needs num_shards > 1: the index runs on "
+                       "Beam one hash partition per key")
+    object.__setattr__(self, "pipeline_args", tuple(self.pipeline_args))

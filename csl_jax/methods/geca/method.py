@@ -8,6 +8,7 @@ this module is cheap; numpy/Numba work starts when the stage runs.
 """
 
 import os
+import shutil
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import gin
@@ -31,8 +32,13 @@ def generate(out_dir: str, train_path: str, test_path: Optional[str],
     raise InputError("GECA output_only (language-model mode) has no input "
                      "side to write as input<TAB>output candidates")
   train = [tuple(x) for x in read_tsv(train_path)]
-  new, stats = augment_lib.augment(train, config)
   os.makedirs(out_dir, exist_ok=True)
+  # The partitioned index's tables (num_shards > 1) live beside the stage's
+  # files, where Beam workers that reach the run directory reach them too.
+  work_dir = os.path.join(out_dir, "index.tmp")
+  new, stats = augment_lib.augment(train, config, work_dir=work_dir)
+  if os.path.isdir(work_dir):
+    shutil.rmtree(work_dir)
   candidates = os.path.join(out_dir, "candidates.tsv")
   write_tsv(candidates, new)
   if test_path:
@@ -72,7 +78,9 @@ class GECA:
     train = data.train
     test = data.splits.get(self.eval_part) if self.eval_part else None
     settings = configs.to_json(self.config)
-    settings.pop("memory_limit_gb")  # decides only whether it may run
+    # These decide only whether and where it runs, not what it makes.
+    for key in ("memory_limit_gb", "num_shards", "runner", "pipeline_args"):
+      settings.pop(key)
     config = {"geca": settings,
               "eval_part": self.eval_part if test else None}
     inputs = [train] + ([test] if test else [])
