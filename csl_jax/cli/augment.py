@@ -33,8 +33,9 @@ def add_parser(subparsers) -> None:
                  help="wait for another run holding --out instead of "
                  "stopping")
   p.add_argument("--shards", type=int,
-                 help="CSL's sampling and forests in N shards (samples "
-                 "depend on --seed and N, forests on neither)")
+                 help="CSL's sampling and forests, UAT's templating and "
+                 "GECA's index in N shards (samples depend on --seed and N, "
+                 "the others on neither)")
   stage.add_runner_flags(p)
 
 
