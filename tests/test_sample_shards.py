@@ -127,3 +127,58 @@ def test_runner_without_beam_is_one_clear_error(tmp_path):
   with pytest.raises(InputError, match="apache-beam, which is not installed"):
     sample_lib.sample(str(tmp_path / "out"), model_dir, num=10, shards=2,
                       runner="DirectRunner")
+
+
+def test_shard_dir_elsewhere_same_samples(tmp_path):
+  model_dir = str(tmp_path / "model")
+  models.random_model(models.TOY_RULES, 0, 2).save(model_dir)
+  config = SampleConfig(max_depth=4, seed=5)
+  a = sample_lib.sample(str(tmp_path / "a"), model_dir, num=50,
+                        config=config, shards=3)
+  b = sample_lib.sample(str(tmp_path / "b"), model_dir, num=50,
+                        config=config, shards=3,
+                        shard_dir=str(tmp_path / "shards"))
+  assert _read(a["candidates"]) == _read(b["candidates"])
+  assert sorted(os.listdir(tmp_path / "b")) == ["samples.tsv"]
+  assert len(os.listdir(tmp_path / "shards")) == 3
+  with pytest.raises(InputError, match="--shard_dir needs --shards"):
+    sample_lib.sample(str(tmp_path / "c"), model_dir, num=5,
+                      shard_dir=str(tmp_path / "s"))
+
+
+def test_url_without_beam_is_one_clear_error(tmp_path):
+  try:
+    import apache_beam  # pylint: disable=g-import-not-at-top,unused-import
+    pytest.skip("apache-beam is installed here")
+  except ImportError:
+    pass
+  model_dir = str(tmp_path / "model")
+  models.random_model(models.TOY_RULES, 0, 2).save(model_dir)
+  with pytest.raises(InputError, match="a URL path needs apache-beam"):
+    sample_lib.sample(str(tmp_path / "out"), model_dir, num=10, shards=2,
+                      shard_dir="gs://bucket/run")
+
+
+def test_shards_in_an_object_store_locally_and_on_beam(tmp_path):
+  pytest.importorskip("apache_beam")
+  import fake_object_store  # pylint: disable=g-import-not-at-top
+  fake_object_store.FakeObjectStore.root = str(tmp_path / "store")
+  model_dir = str(tmp_path / "model")
+  models.random_model(models.TOY_RULES, 0, 2).save(model_dir)
+  config = SampleConfig(max_depth=3, seed=9, dedup=True)
+  want = sample_lib.sample(str(tmp_path / "plain"), model_dir, num=200,
+                           config=config, shards=4)
+  for runner in (None, "DirectRunner"):
+    url = f"fakeobj://bucket/{runner}"
+    got = sample_lib.sample(str(tmp_path / f"out{runner}"), model_dir,
+                            num=200, config=config, shards=4, runner=runner,
+                            shard_dir=url)
+    assert _read(got["candidates"]) == _read(want["candidates"])
+    assert got["shard_files"][0] == url + "/samples-00000-of-00004.tsv"
+    stored = tmp_path / "store" / "bucket" / str(runner)
+    assert sorted(os.listdir(stored)) == [
+        f"samples-{k:05d}-of-00004.tsv" for k in range(4)]
+    # A rerun with fewer shards deletes the old objects first.
+    sample_lib.sample(str(tmp_path / f"out{runner}"), model_dir, num=200,
+                      config=config, shards=2, runner=runner, shard_dir=url)
+    assert len(os.listdir(stored)) == 2

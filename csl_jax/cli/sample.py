@@ -30,6 +30,10 @@ def add_parser(subparsers) -> None:
   p.add_argument("--shards", type=int,
                  help="draw in N independently seeded shards (the result "
                  "depends on --seed and N, not on workers)")
+  p.add_argument("--shard_dir",
+                 help="with --shards: where the shard files go (default: "
+                 "--out), e.g. gs://bucket/dir for Beam workers that share "
+                 "no disk (URLs need apache-beam)")
   p.add_argument("--out", required=True)
   stage.add_runner_flags(p)
 
@@ -41,7 +45,7 @@ def main(args: argparse.Namespace) -> int:
   config = dataclasses.replace(SampleConfig(), **overrides)
   stage.run(args.out, sample_lib.sample, args.model, config=config,
             pipeline_args=args.pipeline_args,
-            **stage.given(args, "num", "shards", "runner"))
+            **stage.given(args, "num", "shards", "runner", "shard_dir"))
   return 0
 
 

@@ -6,26 +6,36 @@ that drew it (the minimum shard per line, a combine), then each shard's
 lines are grouped and written: a shuffle of every pair (on one machine
 the DirectRunner holds it in memory). The same bytes as
 `shards.sample_sharded` for the same seed and shard count, on any runner
-and any number of workers.
+and any number of workers. The model's files travel with the pipeline (no
+worker needs the model directory) and the shard files go where
+`shard_dir` says, a URL (`gs://...`) included.
 """
 
 import os
+import tempfile
 from typing import Sequence
 
+from csl_jax.beam import file_urls
 from csl_jax.beam import options as beam_options
 from csl_jax.sampling import shards
 from csl_jax.sampling.config import SampleConfig
 
 
 def run(model_dir: str, num: int, num_shards: int, config: SampleConfig,
-        out_dir: str, runner: str = "DirectRunner",
+        shard_dir: str, runner: str = "DirectRunner",
         pipeline_args: Sequence[str] = (), use_output_cfg: bool = True
         ) -> None:
-  """Writes OUT_DIR/samples-SSSSS-of-NNNNN.tsv (`shards.shard_path`);
-  out_dir must be writable by every worker."""
+  """Writes SHARD_DIR/samples-SSSSS-of-NNNNN.tsv (`shards.shard_path`);
+  shard_dir: a directory every worker can write, or a URL."""
   opts = beam_options.pipeline_options(runner, pipeline_args)
   beam = beam_options.beam()
   shards.shard_sizes(num, num_shards)  # checks the counts up front
+  model_files = {}
+  for name in sorted(os.listdir(model_dir)):
+    path = os.path.join(model_dir, name)
+    if os.path.isfile(path) and not name.startswith("."):
+      with open(path, "rb") as f:
+        model_files[name] = f.read()
 
   class SampleShards(beam.DoFn):
     """Loads the model once per worker; a shard index in, (line, shard)
@@ -33,7 +43,11 @@ def run(model_dir: str, num: int, num_shards: int, config: SampleConfig,
 
     def setup(self):
       from csl_jax.model.csl_model import CSLModel  # pylint: disable=g-import-not-at-top
-      self.model = CSLModel.load(model_dir)
+      with tempfile.TemporaryDirectory() as local:
+        for name, data in model_files.items():
+          with open(os.path.join(local, name), "wb") as f:
+            f.write(data)
+        self.model = CSLModel.load(local)
       self.prepared = shards.prepare(self.model, config, use_output_cfg)
 
     def process(self, shard):
@@ -43,14 +57,14 @@ def run(model_dir: str, num: int, num_shards: int, config: SampleConfig,
       beam.metrics.Metrics.counter("csl_sample", "attempts").inc(
           int(stats["num_attempts"]))
       if not config.dedup:  # the shard is final: written here, no shuffle
-        shards.write_shard(out_dir, shard, num_shards, lines)
+        shards.write_shard(shard_dir, shard, num_shards, lines)
         return
       for line in lines:
         yield line, shard
 
   def write(shard_lines):
     shard, lines = shard_lines
-    shards.write_shard(out_dir, shard, num_shards, lines)
+    shards.write_shard(shard_dir, shard, num_shards, lines)
 
   with beam.Pipeline(options=opts) as p:
     drawn = (p
@@ -64,5 +78,5 @@ def run(model_dir: str, num: int, num_shards: int, config: SampleConfig,
            | "Group" >> beam.GroupByKey()
            | "Write" >> beam.Map(write))
   for shard in range(num_shards):  # a shard dedup left empty: no group
-    if not os.path.exists(shards.shard_path(out_dir, shard, num_shards)):
-      shards.write_shard(out_dir, shard, num_shards, [])
+    if not file_urls.exists(shards.shard_path(shard_dir, shard, num_shards)):
+      shards.write_shard(shard_dir, shard, num_shards, [])

@@ -8,7 +8,9 @@ Output: one file per shard, `samples-SSSSS-of-NNNNN.tsv`, its lines
 sorted; with `dedup`, a pair drawn by several shards is kept by the first
 of them only (Beam: the minimum shard per line, a combine), so the shards'
 files together hold each distinct pair once. `samples.tsv` is their
-concatenation in shard order. Memory per worker: one shard.
+concatenation in shard order. Memory per worker: one shard. The shards'
+directory may be a URL (`gs://...`: `beam.file_urls`), for workers that
+share no disk.
 """
 
 import dataclasses
@@ -17,6 +19,7 @@ from typing import Callable, Iterable, List, Optional, Tuple
 
 import numpy as np
 
+from csl_jax.beam import file_urls
 from csl_jax.errors import InputError
 from csl_jax.files import atomic_write_text
 from csl_jax.sampling import sampler
@@ -42,9 +45,9 @@ def shard_config(config: SampleConfig, shard: int) -> SampleConfig:
   return dataclasses.replace(config, seed=shard_seed(config.seed, shard))
 
 
-def shard_path(out_dir: str, shard: int, num_shards: int) -> str:
-  return os.path.join(out_dir,
-                      f"samples-{shard:05d}-of-{num_shards:05d}.tsv")
+def shard_path(shard_dir: str, shard: int, num_shards: int) -> str:
+  return file_urls.join(shard_dir,
+                        f"samples-{shard:05d}-of-{num_shards:05d}.tsv")
 
 
 def prepare(model, config: SampleConfig, use_output_cfg: bool = True
@@ -68,14 +71,14 @@ def sample_shard(model, num: int, num_shards: int, shard: int,
   return [f"{x}\t{y}" for x, y in result.pairs], result.stats
 
 
-def write_shard(out_dir: str, shard: int, num_shards: int,
+def write_shard(shard_dir: str, shard: int, num_shards: int,
                 lines: Iterable[str]) -> None:
-  atomic_write_text(shard_path(out_dir, shard, num_shards),
-                    (line + "\n" for line in sorted(lines)))
+  file_urls.write_text(shard_path(shard_dir, shard, num_shards),
+                       (line + "\n" for line in sorted(lines)))
 
 
 def sample_sharded(model, num: int, num_shards: int, config: SampleConfig,
-                   out_dir: str, use_output_cfg: bool = True,
+                   shard_dir: str, use_output_cfg: bool = True,
                    on_shard: Optional[Callable[[int, dict], None]] = None
                    ) -> int:
   """The local runner: writes every shard's file; returns the number of
@@ -89,25 +92,25 @@ def sample_sharded(model, num: int, num_shards: int, config: SampleConfig,
     if config.dedup:  # kept by the first shard that drew it
       lines = [line for line in dict.fromkeys(lines) if line not in seen]
       seen.update(lines)
-    write_shard(out_dir, shard, num_shards, lines)
+    write_shard(shard_dir, shard, num_shards, lines)
     total += len(lines)
     if on_shard:
       on_shard(shard, stats)
   return total
 
 
-def concatenate(out_dir: str, num_shards: int) -> Tuple[str, int]:
-  """DIR/samples.tsv, the shards' files in shard order (streamed), and its
-  number of lines."""
+def concatenate(out_dir: str, num_shards: int,
+                shard_dir: Optional[str] = None) -> Tuple[str, int]:
+  """OUT_DIR/samples.tsv, the shards' files (in `shard_dir`, default
+  `out_dir`) in shard order (streamed), and its number of lines."""
   count = [0]
 
   def lines():
     for shard in range(num_shards):
-      with open(shard_path(out_dir, shard, num_shards),
-                encoding="utf-8") as f:
-        for line in f:
-          count[0] += 1
-          yield line
+      for line in file_urls.read_lines(shard_path(shard_dir or out_dir, shard,
+                                                  num_shards)):
+        count[0] += 1
+        yield line
   path = os.path.join(out_dir, "samples.tsv")
   atomic_write_text(path, lines())
   return path, count[0]

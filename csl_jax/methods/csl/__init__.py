@@ -28,9 +28,10 @@ from csl_jax import assets
 # not by path.
 _FILE_PARAMS = ("output_cfg", "seed_rules", "eval_data", "unlabeled")
 # Parameters that do not change a stage's result (Beam runs give the local
-# results; forests are the same in any number of shards).
+# results; forests are the same in any number of shards; samples the same
+# wherever their shard files are kept).
 _BOOKKEEPING = ("tensorboard", "summary_every", "runner", "pipeline_args",
-                "forest_shards")
+                "forest_shards", "shard_dir")
 
 
 def _stage_config(fn, exclude) -> Tuple[Dict[str, Any], List[str]]:

@@ -1,6 +1,5 @@
 """Synthetic pairs from a fitted CSL model (`csl-jax sample`)."""
 
-import glob
 import os
 from typing import Any, Dict, Optional, Sequence
 
@@ -9,6 +8,7 @@ from absl import logging
 import gin
 
 from csl_jax import configs
+from csl_jax.beam import file_urls
 from csl_jax.data import tsv
 from csl_jax.errors import InputError
 from csl_jax.model.csl_model import CSLModel
@@ -21,14 +21,17 @@ def sample(out_dir: str, model: str, num: int = 100_000,
            use_output_cfg: bool = True,
            config: Optional[sampler.SampleConfig] = None,
            shards: Optional[int] = None, runner: Optional[str] = None,
-           pipeline_args: Sequence[str] = ()) -> Dict[str, Any]:
+           pipeline_args: Sequence[str] = (),
+           shard_dir: Optional[str] = None) -> Dict[str, Any]:
   """Writes DIR/samples.tsv; returns the summary (rates, distinct inputs,
   `candidates`: the samples file, for the pipeline).
 
   `shards`: draw in that many independently seeded shards (`shards.py`:
   DIR/samples-SSSSS-of-NNNNN.tsv, and samples.tsv their concatenation);
   with `runner`, as an Apache Beam pipeline (the same bytes);
-  `pipeline_args`: Beam flags.
+  `pipeline_args`: Beam flags. `shard_dir`: where the shard files go
+  (default DIR), e.g. `gs://bucket/run` for workers that share no disk;
+  samples.tsv is still DIR's.
   """
   if num < 1:
     raise InputError(f"num must be >= 1, not {num}")
@@ -36,9 +39,11 @@ def sample(out_dir: str, model: str, num: int = 100_000,
   if pipeline_args and runner is None:
     raise InputError(f"Beam pipeline flags {list(pipeline_args)} need "
                      "--runner")
+  if shard_dir is not None and shards is None:
+    raise InputError("--shard_dir needs --shards N")
   if runner is not None or shards is not None:
     return _sharded(out_dir, model, num, use_output_cfg, config,
-                    shards or 1, runner, pipeline_args)
+                    shards or 1, runner, pipeline_args, shard_dir or out_dir)
   csl = CSLModel.load(model)
   os.makedirs(out_dir, exist_ok=True)
   result = csl.sample(num, config, use_output_cfg)
@@ -54,12 +59,13 @@ def sample(out_dir: str, model: str, num: int = 100_000,
 
 def _sharded(out_dir: str, model: str, num: int, use_output_cfg: bool,
              config: sampler.SampleConfig, num_shards: int,
-             runner: Optional[str], pipeline_args: Sequence[str]
-             ) -> Dict[str, Any]:
+             runner: Optional[str], pipeline_args: Sequence[str],
+             shard_dir: str) -> Dict[str, Any]:
   shards_lib.shard_sizes(num, num_shards)  # a clear error before any work
   os.makedirs(out_dir, exist_ok=True)
-  for old in glob.glob(os.path.join(out_dir, "samples-*-of-*.tsv")):
-    os.remove(old)  # another shard count's files
+  file_urls.make_dirs(shard_dir)
+  # Another shard count's (or an earlier run's) files.
+  file_urls.delete(file_urls.matching(shard_dir, "samples-*-of-*.tsv"))
   summary = dict(model=os.fspath(model), num_requested=num,
                  num_shards=num_shards, config=configs.to_json(config),
                  runner=runner or "local")
@@ -72,18 +78,18 @@ def _sharded(out_dir: str, model: str, num: int, use_output_cfg: bool,
       logging.info("shard %d/%d: %d pairs", shard + 1, num_shards,
                    stats["num_samples"])
 
-    shards_lib.sample_sharded(csl, num, num_shards, config, out_dir,
+    shards_lib.sample_sharded(csl, num, num_shards, config, shard_dir,
                               use_output_cfg, on_shard)
     summary["num_attempts"] = attempts[0]
   else:
     # pylint: disable=g-import-not-at-top
     from csl_jax.sampling import beam_sampling
     # pylint: enable=g-import-not-at-top
-    beam_sampling.run(model, num, num_shards, config, out_dir, runner,
+    beam_sampling.run(model, num, num_shards, config, shard_dir, runner,
                       pipeline_args, use_output_cfg)
     summary["pipeline_args"] = list(pipeline_args)
-  path, count = shards_lib.concatenate(out_dir, num_shards)
+  path, count = shards_lib.concatenate(out_dir, num_shards, shard_dir)
   summary.update(candidates=path, num_examples=count,
-                 shard_files=[shards_lib.shard_path(out_dir, k, num_shards)
+                 shard_files=[shards_lib.shard_path(shard_dir, k, num_shards)
                               for k in range(num_shards)])
   return summary
