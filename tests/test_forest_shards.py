@@ -117,6 +117,32 @@ def test_beam_direct_runner_writes_the_same_shards(tmp_path):
       assert f.read() == g.read()
 
 
+def test_shards_in_an_object_store_locally_and_on_beam(tmp_path):
+  pytest.importorskip("apache_beam")
+  import fake_object_store  # pylint: disable=g-import-not-at-top
+  fake_object_store.FakeObjectStore.root = str(tmp_path / "store")
+  grammar = encode_qcfg(RULES, MAX_NTS)
+  local = forest_shards.build_sharded(grammar, PAIRS, 3,
+                                      str(tmp_path / "local"), _key())
+  for runner in (None, "DirectRunner"):
+    url = f"fakeobj://bucket/{runner}"
+    _assert_same(forest_shards.build_sharded(grammar, PAIRS, 3, url, _key(),
+                                             runner=runner), local)
+    stored = tmp_path / "store" / "bucket" / str(runner)
+    assert sorted(os.listdir(stored)) == [
+        "forests-00000-of-00003.npz", "forests-00001-of-00003.npz",
+        "forests-00002-of-00003.npz", "key.json"]
+    for s in range(3):
+      with open(forest_shards.shard_path(str(tmp_path / "local"), s, 3),
+                "rb") as f:
+        assert (stored / f"forests-{s:05d}-of-00003.npz").read_bytes() == (
+            f.read())
+  # Another shard count: the old objects are deleted first.
+  forest_shards.build_sharded(grammar, PAIRS, 2, "fakeobj://bucket/None",
+                              _key())
+  assert len(os.listdir(tmp_path / "store" / "bucket" / "None")) == 3
+
+
 def test_augment_shards_and_runner_reach_every_beam_stage(clear_gin):  # pylint: disable=unused-argument
   import gin  # pylint: disable=g-import-not-at-top
   from csl_jax import configs  # pylint: disable=g-import-not-at-top

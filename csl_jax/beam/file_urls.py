@@ -47,6 +47,26 @@ def write_text(path: str, lines: Iterable[str]) -> None:
       f.write(line.encode("utf-8"))
 
 
+def write_bytes(path: str, data: bytes) -> None:
+  if not is_url(path):
+    files.atomic_write_bytes(path, data)
+    return
+  fs = _file_systems(path)
+  from apache_beam.io.filesystem import CompressionTypes  # pylint: disable=g-import-not-at-top
+  with fs.create(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+    f.write(data)
+
+
+def read_bytes(path: str) -> bytes:
+  if not is_url(path):
+    with open(path, "rb") as f:
+      return f.read()
+  fs = _file_systems(path)
+  from apache_beam.io.filesystem import CompressionTypes  # pylint: disable=g-import-not-at-top
+  with fs.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+    return f.read()
+
+
 def read_lines(path: str) -> Iterator[str]:
   """The file's lines with their newlines, streamed."""
   if not is_url(path):

@@ -2,7 +2,8 @@
 shard, each worker builds its range's forests and writes the shard's array
 file itself (`forest_shards.build_shard`; no shuffle of forests). The
 grammar's arrays and the pairs travel with the transform; `directory` must
-be writable by every worker. The same files as the local build.
+be writable by every worker: shared, or a URL (`gs://...`). The same files
+as the local build.
 """
 
 from typing import Sequence

@@ -5,20 +5,22 @@ pairs are cut into `num_shards` contiguous ranges, each range's forests
 are built by an independent worker (here one after the other, or on Beam:
 `beam_forests.py`) and written as `forests-SSSSS-of-NNNNN.npz`, and the fit
 reads the shards back in order: node ids are local to each example, so the
-concatenation is exactly the arrays of one `build_forests` call.
+concatenation is exactly the arrays of one `build_forests` call. The
+directory may be a URL (`gs://...`: `beam.file_urls`), for Beam workers
+that share no disk.
 """
 
 import hashlib
 import io
-import os
+import json
 from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from csl_jax.beam import file_urls
 from csl_jax.cky import forest as forest_lib
 from csl_jax.cky.grammar_arrays import QCFGArrays
 from csl_jax.errors import InputError
-from csl_jax.files import atomic_write_bytes, atomic_write_json, read_json
 
 FIELDS = ("node_offsets", "edge_offsets", "nodes", "edge_rule",
           "edge_parent", "edge_children")
@@ -33,20 +35,21 @@ def shard_ranges(n: int, num_shards: int) -> List[Tuple[int, int]]:
 
 
 def shard_path(directory: str, shard: int, num_shards: int) -> str:
-  return os.path.join(directory,
-                      f"forests-{shard:05d}-of-{num_shards:05d}.npz")
+  return file_urls.join(directory,
+                        f"forests-{shard:05d}-of-{num_shards:05d}.npz")
 
 
 def save(path: str, batch: forest_lib.ForestBatch) -> None:
   """Writes the shard atomically (a worker killed midway leaves none)."""
   buffer = io.BytesIO()
   np.savez(buffer, **{k: getattr(batch, k) for k in FIELDS})
-  atomic_write_bytes(path, buffer.getvalue())
+  file_urls.write_bytes(path, buffer.getvalue())
 
 
 def load(path: str) -> forest_lib.ForestBatch:
   try:
-    with np.load(path, allow_pickle=False) as z:
+    with np.load(io.BytesIO(file_urls.read_bytes(path)),
+                 allow_pickle=False) as z:
       return forest_lib.ForestBatch(*(z[k] for k in FIELDS))
   except (OSError, ValueError, KeyError) as e:
     raise InputError(f"not a forest shard ({e})", path) from None
@@ -100,17 +103,17 @@ def build_sharded(grammar: QCFGArrays, pairs, num_shards: int,
   built here or, with `runner`, as an Apache Beam pipeline. Shards of the
   same `key` (`data_key`) and count already there are reused (a killed
   build resumes); others are removed first."""
-  os.makedirs(directory, exist_ok=True)
-  key_path = os.path.join(directory, "key.json")
+  file_urls.make_dirs(directory)
+  key_path = file_urls.join(directory, "key.json")
   record = {"key": key, "num_shards": num_shards}
-  old = read_json(key_path) if os.path.exists(key_path) else None
+  old = (json.loads(file_urls.read_bytes(key_path))
+         if file_urls.exists(key_path) else None)
   if old != record:
-    for name in os.listdir(directory):
-      if name.startswith("forests-"):
-        os.remove(os.path.join(directory, name))
-    atomic_write_json(key_path, record)
+    file_urls.delete(file_urls.matching(directory, "forests-*"))
+    file_urls.write_bytes(key_path, (json.dumps(
+        record, indent=2, sort_keys=True) + "\n").encode())
   missing = [s for s in range(num_shards)
-             if not os.path.exists(shard_path(directory, s, num_shards))]
+             if not file_urls.exists(shard_path(directory, s, num_shards))]
   if missing and runner:
     from csl_jax.cky import beam_forests  # pylint: disable=g-import-not-at-top
     beam_forests.run(grammar, pairs, missing, num_shards, directory, runner,

@@ -21,6 +21,10 @@ def add_parser(subparsers) -> None:
   parser.add_argument("--forest_shards", type=int,
                       help="build the forests in N shards kept as array "
                       "files in OUT/forests (the same fit)")
+  parser.add_argument("--forest_dir",
+                      help="keep the forest shards there instead, e.g. "
+                      "gs://bucket/forests for Beam workers that share no "
+                      "disk (URLs need apache-beam)")
   parser.add_argument("--out", required=True)
   stage.add_runner_flags(parser)
 
@@ -31,7 +35,7 @@ def main(args: argparse.Namespace) -> int:
             **stage.given(args, "eval", "output_cfg", "unlabeled",
                           "unlabeled_copies", "max_source_len",
                           "max_target_len", "skip_too_long", "forest_shards",
-                          "runner", rename={"eval": "eval_data"}),
+                          "forest_dir", "runner", rename={"eval": "eval_data"}),
             **({"pipeline_args": args.pipeline_args}
                if args.pipeline_args else {}))
   return 0

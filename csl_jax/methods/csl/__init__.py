@@ -31,7 +31,7 @@ _FILE_PARAMS = ("output_cfg", "seed_rules", "eval_data", "unlabeled")
 # results; forests are the same in any number of shards; samples the same
 # wherever their shard files are kept).
 _BOOKKEEPING = ("tensorboard", "summary_every", "runner", "pipeline_args",
-                "forest_shards", "shard_dir")
+                "forest_shards", "forest_dir", "shard_dir")
 
 
 def _stage_config(fn, exclude) -> Tuple[Dict[str, Any], List[str]]:

@@ -64,13 +64,16 @@ def fit(out_dir: str, grammar: str, train_data: str,
         skip_too_long: bool = False,
         config: Optional["train.FitConfig"] = None,
         forest_shards: int = 0, runner: Optional[str] = None,
-        pipeline_args: Sequence[str] = ()) -> Dict[str, Any]:
+        pipeline_args: Sequence[str] = (),
+        forest_dir: Optional[str] = None) -> Dict[str, Any]:
   """Fits the model; returns the summary.
 
   `forest_shards` > 0: the training pairs' forests are built in that many
   shards, kept as array files in DIR/forests/ (`cky/forest_shards.py`), on
   `runner` as an Apache Beam pipeline if given (`pipeline_args`: its
   flags); the same forests, hence the same fit, as one build.
+  `forest_dir`: keep them there instead (a URL such as gs://B/forests for
+  Beam workers that share no disk).
 
   Every input is read and checked before any work. With `unlabeled` inputs,
   the fitted model labels them (hard EM), and the model is refit on the
@@ -84,6 +87,9 @@ def fit(out_dir: str, grammar: str, train_data: str,
   if pipeline_args and not runner:
     raise InputError(f"Beam pipeline flags {list(pipeline_args)} need a "
                      "runner (fit.runner)")
+  if forest_dir and forest_shards < 1:
+    raise InputError("fit.forest_dir keeps forest shards: set "
+                     "fit.forest_shards >= 1")
   if runner and forest_shards < 1:
     raise InputError("fit.runner builds the forests in shards: set "
                      "fit.forest_shards >= 1")
@@ -123,7 +129,8 @@ def fit(out_dir: str, grammar: str, train_data: str,
                                 grammar_arrays.max_nts, distinct_pairs)
       return shards_lib.build_sharded(
           grammar_arrays, distinct_pairs, forest_shards,
-          os.path.join(out_dir, "forests"), key, runner, pipeline_args)
+          forest_dir or os.path.join(out_dir, "forests"), key, runner,
+          pipeline_args)
   params, history, data = train.fit(
       rules, pairs, config, max_nts,
       os.path.join(out_dir, "checkpoint.msgpack"), on_step, source=train_data,
