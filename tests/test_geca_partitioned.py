@@ -25,11 +25,12 @@ _USED = ("generated", "templates_used", "fragments_used", "preview",
          "targets_visited", "fills_considered", "rejected_not_novel")
 
 
-def _same_as_one_build(pairs, config, num_shards, runner=None, **kwargs):
+def _same_as_one_build(pairs, config, num_shards, runner=None, work_dir=None,
+                       **kwargs):
   want, want_stats = augment_lib.augment(pairs, config)
   got, got_stats = augment_lib.augment(
       pairs, dataclasses.replace(config, num_shards=num_shards,
-                                 runner=runner, **kwargs))
+                                 runner=runner, **kwargs), work_dir=work_dir)
   assert got == want  # the same pairs in the same (generation) order
   for k in _USED + (_STATS if want else ()):
     assert got_stats.get(k) == want_stats.get(k), k
@@ -120,3 +121,20 @@ def test_method_stage_same_key_and_file_with_partitions(tmp_path):
     with open(summary["candidates"], encoding="utf-8") as f:
       made.append((stage.config, f.read()))
   assert made[0] == made[1] and made[0][1].count("\n") == 8
+
+
+@pytest.mark.skipif(importlib.util.find_spec("apache_beam") is None,
+                    reason="apache-beam not installed (README: Scaling out)")
+def test_tables_in_an_object_store(tmp_path):
+  import fake_object_store  # pylint: disable=g-import-not-at-top
+  fake_object_store.FakeObjectStore.root = str(tmp_path / "store")
+  config = GECAConfig(wug_size=1, wug_count=2, n_sample=8)
+  for runner in (None, "DirectRunner"):
+    url = f"fakeobj://bucket/{runner}"
+    _same_as_one_build(_scan_pairs(), config, 3, runner=runner,
+                       work_dir=url)
+    stored = os.listdir(tmp_path / "store" / "bucket" / str(runner))
+    assert any(n.startswith("targets-") and n.endswith(".seq.npy")
+               for n in stored)
+    assert any(n.startswith("candidates-") for n in stored)
+    assert any(n.startswith("stats-T-") for n in stored)

@@ -420,19 +420,20 @@ def _local_draws(index: _Index, config: GECAConfig) -> _Draws:
 
 
 def _partitioned_draws(e: _Encoded, allowed: np.ndarray, config: GECAConfig,
-                       stats: Dict, directory: str) -> _Draws:
+                       stats: Dict, directory: str, local: str) -> _Draws:
   """The index built by `partitioned`'s joins (on Beam with
-  `config.runner`); the draw reads the targets and candidates it visits
-  from the memory-mapped tables, so the driver holds the visit order and
-  one chunk, not the index."""
+  `config.runner`) in `directory` (a URL too); the draw reads the targets
+  and candidates it visits from the memory-mapped tables (copied into the
+  local directory `local` first where `directory` is a URL), so the driver
+  holds the visit order and one chunk, not the index."""
   # pylint: disable=g-import-not-at-top
+  from csl_jax.beam import file_urls
   from csl_jax.methods.geca import partitioned
   # pylint: enable=g-import-not-at-top
   ctx = partitioned.Context(e.tokens, e.offsets, allowed, config,
                             config.num_shards, directory)
-  os.makedirs(directory, exist_ok=True)
-  for f in os.listdir(directory):  # a rerun starts from nothing
-    os.remove(os.path.join(directory, f))
+  partitioned.clear(directory)
+  file_urls.make_dirs(directory)
   if config.runner:
     from csl_jax.methods.geca import beam_index  # pylint: disable=g-import-not-at-top
     beam_index.run(ctx, config.runner, config.pipeline_args)
@@ -440,6 +441,9 @@ def _partitioned_draws(e: _Encoded, allowed: np.ndarray, config: GECAConfig,
     partitioned.run_local(ctx)
   counts = partitioned.read_stats(directory)
   stats.update({k: int(counts.get(k, 0)) for k in _INDEX_STATS})
+  if file_urls.is_url(directory):
+    partitioned.fetch(directory, local)
+    directory = local
   targets = partitioned.Written(directory, "targets")
   cand = partitioned.Written(directory, "candidates")
 
@@ -565,9 +569,9 @@ def augment(pairs: Sequence[Tuple[str, str]], config: GECAConfig,
     t1 = time.perf_counter()
     if config.num_shards > 1:
       # The draw reads the tables there: they live until it is done.
-      directory = work_dir or stack.enter_context(
-          tempfile.TemporaryDirectory())
-      draws = _partitioned_draws(e, allowed, config, stats, directory)
+      local = stack.enter_context(tempfile.TemporaryDirectory())
+      draws = _partitioned_draws(e, allowed, config, stats,
+                                 work_dir or local, local)
       times["index"] = time.perf_counter() - t1
       empty = stats["pairs_indexed"] == 0
     else:

@@ -56,6 +56,7 @@ class GECAConfig:
   num_shards: int = 1
   runner: Optional[str] = None
   pipeline_args: Tuple[str, ...] = ()
+  work_dir: Optional[str] = None
 
   def __post_init__(self):
     from csl_jax.errors import InputError  # pylint: disable=g-import-not-at-top

@@ -26,6 +26,7 @@ def generate(out_dir: str, train_path: str, test_path: Optional[str],
   from csl_jax.data.tsv import read_tsv, write_tsv
   from csl_jax.files import atomic_write_json, atomic_write_text
   from csl_jax.methods.geca import augment as augment_lib
+  from csl_jax.methods.geca import partitioned
   from csl_jax.methods.geca import stats as stats_lib
   # pylint: enable=g-import-not-at-top
   if config.output_only:
@@ -34,10 +35,13 @@ def generate(out_dir: str, train_path: str, test_path: Optional[str],
   train = [tuple(x) for x in read_tsv(train_path)]
   os.makedirs(out_dir, exist_ok=True)
   # The partitioned index's tables (num_shards > 1) live beside the stage's
-  # files, where Beam workers that reach the run directory reach them too.
-  work_dir = os.path.join(out_dir, "index.tmp")
+  # files, where Beam workers that reach the run directory reach them too,
+  # or in config.work_dir.
+  work_dir = config.work_dir or os.path.join(out_dir, "index.tmp")
   new, stats = augment_lib.augment(train, config, work_dir=work_dir)
-  if os.path.isdir(work_dir):
+  if config.work_dir:
+    partitioned.clear(work_dir)
+  elif os.path.isdir(work_dir):
     shutil.rmtree(work_dir)
   candidates = os.path.join(out_dir, "candidates.tsv")
   write_tsv(candidates, new)
@@ -79,7 +83,8 @@ class GECA:
     test = data.splits.get(self.eval_part) if self.eval_part else None
     settings = configs.to_json(self.config)
     # These decide only whether and where it runs, not what it makes.
-    for key in ("memory_limit_gb", "num_shards", "runner", "pipeline_args"):
+    for key in ("memory_limit_gb", "num_shards", "runner", "pipeline_args",
+                "work_dir"):
       settings.pop(key)
     config = {"geca": settings,
               "eval_part": self.eval_part if test else None}

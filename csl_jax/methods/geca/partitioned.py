@@ -36,12 +36,15 @@ import concurrent.futures
 import dataclasses
 import json
 import os
+import shutil
+import tempfile
 import threading
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 import numpy as np
 
 from csl_jax import files
+from csl_jax.beam import file_urls
 from csl_jax.methods.geca.config import GECAConfig
 
 Table = Dict[str, np.ndarray]
@@ -156,8 +159,9 @@ def _signatures(ptr: np.ndarray, fh: np.ndarray) -> np.ndarray:
 
 
 def _write_stats(ctx: Context, stage: str, part: int, stats: Dict) -> None:
-  files.atomic_write_json(
-      os.path.join(ctx.directory, f"stats-{stage}-{part:05d}.json"), stats)
+  file_urls.write_bytes(
+      file_urls.join(ctx.directory, f"stats-{stage}-{part:05d}.json"),
+      json.dumps(stats, sort_keys=True).encode())
 
 
 def _save(ctx: Context, name: str, part: int, table: Table) -> None:
@@ -169,8 +173,8 @@ def _save(ctx: Context, name: str, part: int, table: Table) -> None:
   for col, values in table.items():
     buf = io.BytesIO()
     np.save(buf, np.ascontiguousarray(values), allow_pickle=False)
-    files.atomic_write_bytes(
-        os.path.join(ctx.directory, f"{name}-{part:05d}.{col}.npy"),
+    file_urls.write_bytes(
+        file_urls.join(ctx.directory, f"{name}-{part:05d}.{col}.npy"),
         buf.getvalue())
 
 
@@ -421,7 +425,8 @@ def run_local(ctx: Context) -> None:
   between stages waits in array files under `directory`/flow, so memory
   holds one shard or one partition of one stage at a time (plus the
   driver's targets and candidates), not the whole index."""
-  flow = os.path.join(ctx.directory, "flow")
+  flow = (tempfile.mkdtemp(prefix="geca-flow") if file_urls.is_url(
+      ctx.directory) else os.path.join(ctx.directory, "flow"))
   os.makedirs(flow, exist_ok=True)
   files_of: Dict[str, Dict[int, List[str]]] = collections.defaultdict(
       lambda: collections.defaultdict(list))
@@ -532,8 +537,25 @@ class Written:
 def read_stats(directory: str) -> Dict[str, int]:
   """The stages' statistics, summed over partitions."""
   stats: Dict[str, int] = collections.Counter()
-  for f in sorted(os.listdir(directory)):
-    if f.startswith("stats-"):
-      with open(os.path.join(directory, f), encoding="utf-8") as fh:
-        stats.update(json.load(fh))
+  for path in file_urls.matching(directory, "stats-*.json"):
+    stats.update(json.loads(file_urls.read_bytes(path)))
   return dict(stats)
+
+
+def clear(directory: str) -> None:
+  """Removes an earlier run's tables and flow (a rerun starts from
+  nothing); nothing else there."""
+  for pattern in ("*.npy", "stats-*.json"):
+    file_urls.delete(file_urls.matching(directory, pattern))
+  flow = os.path.join(directory, "flow")
+  if not file_urls.is_url(directory) and os.path.isdir(flow):
+    shutil.rmtree(flow)
+
+
+def fetch(directory: str, local: str) -> None:
+  """Copies the final tables of a URL directory into `local` (the driver
+  memory-maps them from there)."""
+  for path in file_urls.matching(directory, "*.npy"):
+    name = path.rstrip("/").rsplit("/", 1)[-1]
+    files.atomic_write_bytes(os.path.join(local, name),
+                             file_urls.read_bytes(path))
