@@ -116,7 +116,11 @@ def test_beam_direct_runner_writes_the_same_bytes(tmp_path):
         _read(summary["candidates"]).splitlines())
 
 
-def test_runner_without_beam_is_one_clear_error(tmp_path):
+@pytest.mark.parametrize("flags, message", [
+    ({"runner": "DirectRunner"}, "apache-beam, which is not installed"),
+    ({"shard_dir": "gs://bucket/run"}, "a URL path needs apache-beam")])
+def test_beam_flags_without_beam_are_one_clear_error(tmp_path, flags,
+                                                     message):
   try:
     import apache_beam  # pylint: disable=g-import-not-at-top,unused-import
     pytest.skip("apache-beam is installed here")
@@ -124,9 +128,9 @@ def test_runner_without_beam_is_one_clear_error(tmp_path):
     pass
   model_dir = str(tmp_path / "model")
   models.random_model(models.TOY_RULES, 0, 2).save(model_dir)
-  with pytest.raises(InputError, match="apache-beam, which is not installed"):
+  with pytest.raises(InputError, match=message):
     sample_lib.sample(str(tmp_path / "out"), model_dir, num=10, shards=2,
-                      runner="DirectRunner")
+                      **flags)
 
 
 def test_shard_dir_elsewhere_same_samples(tmp_path):
@@ -144,19 +148,6 @@ def test_shard_dir_elsewhere_same_samples(tmp_path):
   with pytest.raises(InputError, match="--shard_dir needs --shards"):
     sample_lib.sample(str(tmp_path / "c"), model_dir, num=5,
                       shard_dir=str(tmp_path / "s"))
-
-
-def test_url_without_beam_is_one_clear_error(tmp_path):
-  try:
-    import apache_beam  # pylint: disable=g-import-not-at-top,unused-import
-    pytest.skip("apache-beam is installed here")
-  except ImportError:
-    pass
-  model_dir = str(tmp_path / "model")
-  models.random_model(models.TOY_RULES, 0, 2).save(model_dir)
-  with pytest.raises(InputError, match="a URL path needs apache-beam"):
-    sample_lib.sample(str(tmp_path / "out"), model_dir, num=10, shards=2,
-                      shard_dir="gs://bucket/run")
 
 
 def test_shards_in_an_object_store_locally_and_on_beam(tmp_path):
