@@ -78,10 +78,14 @@ class FakeObjectStore(FileSystem):
     return open(self._local(path), "rb")  # pylint: disable=consider-using-with
 
   def copy(self, source_file_names, destination_file_names):
-    raise NotImplementedError
+    for a, b in zip(source_file_names, destination_file_names):
+      with open(self._local(a), "rb") as f, self.create(b) as g:
+        g.write(f.read())
 
   def rename(self, source_file_names, destination_file_names):
-    raise NotImplementedError
+    for a, b in zip(source_file_names, destination_file_names):
+      os.makedirs(os.path.dirname(self._local(b)), exist_ok=True)
+      os.replace(self._local(a), self._local(b))
 
   def exists(self, path):
     return os.path.exists(self._local(path))
