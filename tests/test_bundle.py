@@ -207,3 +207,27 @@ def test_bundle_pretrain_finetune_cell_trains_twice_there(
   assert train_lib.load_config(os.path.join(cell, "pretrain"))[1]["task"] \
       == "tsv_toy_augzero_synthetic"
 
+
+
+def test_bundle_pcfg_bt_reverse_model_then_cells(toy_experiment, tmp_path):  # pylint: disable=redefined-outer-name
+  import gin  # pylint: disable=g-import-not-at-top
+  from csl_jax.experiments import runner  # pylint: disable=g-import-not-at-top
+  from csl_jax.methods.pcfg_bt import method as pcfg_bt  # pylint: disable=g-import-not-at-top,unused-import
+  grammar = tmp_path / "toy.cfg"
+  grammar.write_text("S -> L L L\nL -> a | b | c | d\n", encoding="utf-8")
+  for k, v in {"grammar": str(grammar), "num_samples": 20,
+               "beam_size": 1, "max_consecutive_duplicates": 500}.items():
+    gin.bind_parameter(f"pcfg_bt.PCFGBTConfig.{k}", v)
+  out, box = str(tmp_path / "exp"), str(tmp_path / "bundle")
+  kw = dict(dataset="tsv", splits=["toy"], data_dir=toy_experiment,
+            methods=["pcfg_bt"], data=["pcfg_bt"], seeds=[0], beam_size=1,
+            decode_batch_size=16, bundle=box)
+  # Round 1: the reverse model (the cells need its synthetic data).
+  (job,) = runner.experiment(out, **kw)["pending"]
+  assert job.startswith("pcfg_bt/") and bundle.pending_cells(box) == [job]
+  bundle.run_bundle(box, progress=False)
+  # Round 2: the cells; round 3: their records.
+  assert runner.experiment(out, **kw)["pending"] == ["toy/pcfg_bt/seed_0"]
+  bundle.run_bundle(box, progress=False)
+  (record,) = runner.experiment(out, **kw)["records"]
+  assert record["data"] == "pcfg_bt" and record["num_synthetic"] > 0

@@ -191,3 +191,49 @@ def test_bad_settings_are_clear_errors(run):
     method = base.get(f"pcfg_bt_{distribution}")
     assert method.name == f"pcfg_bt_{distribution}"
     assert method.config.distribution == distribution
+
+
+def test_bundled_reverse_model_trains_there_and_is_imported(run, tmp_path):
+  # pylint: disable=g-import-not-at-top
+  from csl_jax.seq2seq import bundle
+  from csl_jax.seq2seq import decode
+  # pylint: enable=g-import-not-at-top
+  base_dir, run_data = run
+  box = str(tmp_path / "bundle")
+  method = _method(base_dir)
+  method.bundle = box
+  workdir = str(tmp_path / "w")
+  stages = method.stages(run_data, workdir)
+  assert [s.name for s in stages] == ["programs", "backtranslate"]
+  cache.run_stage(stages[0], stages[0].path(workdir))
+  with pytest.raises(bundle.Pending):
+    cache.run_stage(stages[1], stages[1].path(workdir))
+  (cell,) = bundle.pending_cells(box)
+  assert cell.startswith("pcfg_bt/")
+  bundle.run_bundle(box, progress=False)
+  summary = cache.run_stage(stages[1], stages[1].path(workdir))
+  assert summary["reverse_model"]["steps"] == STEPS.num_steps
+  labels = dict(method.report_rows({"programs": cache.run_stage(
+      stages[0], stages[0].path(workdir)), "backtranslate": summary}))
+  assert labels["Reverse model steps / loss"].startswith(
+      f"{STEPS.num_steps:,} / ")
+  assert summary["eval"]["part"] == "test"
+  assert summary["eval"]["num_examples"] == 2
+  # The utterances are what the bundle's reverse model decodes here.
+  with open(os.path.join(workdir, "programs", "programs.txt"),
+            encoding="utf-8") as f:
+    programs = f.read().splitlines()
+  model, params = train_lib.load_params(
+      os.path.join(box, "cells", cell, "train"))
+  utterances, _ = decode.translate(
+      model, params, tasks.vocab.get_vocabulary(), programs,
+      model.config.max_input_len, model.config.max_target_len, 64, 2)
+  with open(summary["candidates"], encoding="utf-8") as f:
+    got = [tuple(line.split("\t")) for line in f.read().splitlines()]
+  assert got == [(u, p) for u, p in zip(utterances, programs) if u.strip()]
+  # Another reverse model setting is another cell, never the old outputs.
+  other = _method(base_dir, beam_size=1)
+  other.bundle = box
+  with pytest.raises(bundle.Pending):
+    cache.run_stage(other.stages(run_data, workdir)[1],
+                    str(tmp_path / "w2"))

@@ -458,6 +458,11 @@ def experiment(out_dir: str,
          f"training data × {len(seeds)} seed(s) into {out_dir}")
     # 1. Augmentation runs (cached stage by stage).
     run_dirs: Dict[tuple, str] = {}
+    waiting = []  # augmentation jobs exported to the bundle
+    bundled = {}
+    if bundle and any(m.startswith("pcfg_bt") for m in needed):
+      from csl_jax.methods.pcfg_bt import method as pcfg_bt_method  # pylint: disable=g-import-not-at-top,unused-import
+      bundled["pcfg_bt.PCFGBT.bundle"] = os.path.abspath(bundle)
     for split in splits:
       per_seed = synthetic_per_seed and needed
       template = None
@@ -473,15 +478,22 @@ def experiment(out_dir: str,
                           ignore=shutil.ignore_patterns(lock.LOCK_FILE))
           os.replace(tmp, run_dir)
         tick = time.time()
-        with configs.bound(dict.fromkeys(
-            synthetic_seed_params if per_seed else (), seed),
-                           "experiment.synthetic_seed_params"):
-          summary = augment_lib.augment(
-              run_dir, dataset=dataset,
-              split=split if spec.splits else None,
-              data_dir=data_dir, dataset_options=dataset_options,
-              methods=needed, select=selectors, select_num=select_num,
-              select_seed=seed if per_seed else 0, wait=wait)
+        try:
+          with configs.bound({**dict.fromkeys(
+              synthetic_seed_params if per_seed else (), seed), **bundled},
+                             "experiment.synthetic_seed_params"):
+            summary = augment_lib.augment(
+                run_dir, dataset=dataset,
+                split=split if spec.splits else None,
+                data_dir=data_dir, dataset_options=dataset_options,
+                methods=needed, select=selectors, select_num=select_num,
+                select_seed=seed if per_seed else 0, wait=wait)
+        except bundle_lib.Pending as e:
+          waiting.append(e.cell)
+          _say(f"augment {split} seed {seed}: a job exported to {bundle}")
+          template = template or run_dir
+          run_dirs[(split, seed)] = run_dir
+          continue
         cached = all(s.get("cached") for s in summary["stages"].values())
         _say(f"augment {split} seed {seed}: {run_dir} "
              f"({'cached' if cached else _minutes(time.time() - tick)})")
@@ -490,6 +502,13 @@ def experiment(out_dir: str,
       if not per_seed:
         for s in seeds:
           run_dirs[(split, s)] = run_dirs[(split, seeds[0])]
+    if waiting:  # the cells need the synthetic data: a second round
+      _say(f"{len(waiting)} augmentation job(s) wait in the bundle (pcfg_bt's "
+           f"reverse model): run `csl-jax run-bundle {bundle}` where the "
+           "accelerator is, bring the directory back and rerun this command "
+           "(it then exports the cells)")
+      return {"results": os.path.join(out_dir, results_lib.RESULTS_JSONL),
+              "num_cells": len(cells), "records": [], "pending": waiting}
     # 2. A word vocabulary per split, of every original part.
     vocabs = {}
     for split in splits:

@@ -43,6 +43,10 @@ PREDICTIONS_FILE = "outputs.npz"
 class Pending(Exception):
   """The cell is exported and waits for `csl-jax run-bundle`."""
 
+  def __init__(self, cell: str):
+    super().__init__(cell)
+    self.cell = cell  # gin adds context to the message, not here
+
 
 def _read_json(path: str) -> Optional[Dict[str, Any]]:
   if not os.path.exists(path):
@@ -77,12 +81,15 @@ def export_cell(bundle: str, cell: str, stage_key: str, task: str,
                 eval_task: str, eval_parts: Sequence[str], model_config,
                 train_config, beam_size: int, decode_batch_size: int,
                 pretrain_task: Optional[str] = None,
-                finetune_steps: Optional[int] = None) -> str:
+                finetune_steps: Optional[int] = None,
+                extra_parts: Optional[Mapping[str, Mapping[
+                    str, arrays.Ragged]]] = None) -> str:
   """Writes cell `cell` (a relative path) of training task or mixture
   `task`, scored on `eval_parts` of `eval_task`; returns its directory.
   With `pretrain_task`: trained on it first, then `finetune_steps` steps
-  on `task` from those parameters. An earlier export of another stage key
-  is replaced, outputs and all."""
+  on `task` from those parameters. `extra_parts`: more parts to decode,
+  given as token arrays (e.g. backtranslation's programs). An earlier
+  export of another stage key is replaced, outputs and all."""
   import seqio  # pylint: disable=g-import-not-at-top
   if train_config.curriculum != "none" or train_config.track_train_every:
     raise InputError("experiment.bundle: curricula and train tracking run "
@@ -111,6 +118,8 @@ def export_cell(bundle: str, cell: str, stage_key: str, task: str,
 
   evals = {p: _save_arrays(bundle, _task_arrays(eval_task, p, lengths))
            for p in eval_parts}
+  evals.update({p: _save_arrays(bundle, data)
+                for p, data in (extra_parts or {}).items()})
   spec = {"stage_key": stage_key, "task": task,
           "model": dataclasses.asdict(model_config),
           "train": dataclasses.asdict(train_config),

@@ -16,6 +16,7 @@ Importing this module is cheap; TF/JAX/Numba load when a stage runs.
 import contextlib
 import dataclasses
 import hashlib
+import json
 import os
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
@@ -237,6 +238,103 @@ def backtranslate(out_dir: str, programs_path: str, model_dir: str,
   return summary
 
 
+def _sha256_of(paths) -> str:
+  h = hashlib.sha256()
+  for path in paths:
+    with open(path, "rb") as f:
+      h.update(hashlib.sha256(f.read()).digest())
+  return h.hexdigest()
+
+
+def backtranslate_bundled(out_dir: str, programs_path: str, data_dir: str,
+                          eval_part: Optional[str], config: PCFGBTConfig,
+                          model_config, train_config, bundle: str,
+                          settings: Mapping[str, Any]) -> Dict[str, Any]:
+  """The `backtranslate` stage where the reverse model trains elsewhere
+  (`experiment.bundle`, a machine with JAX and no TensorFlow): the reverse
+  training pairs and the programs are exported as one bundle cell whose
+  decoded programs are the utterances; raises `bundle.Pending` until
+  `csl-jax run-bundle` has run it, then writes what `backtranslate` writes
+  (the eval part scored from the cell's predictions)."""
+  # pylint: disable=g-import-not-at-top
+  import tasks
+  from csl_jax.data.tsv import write_tsv
+  from csl_jax.seq2seq import arrays
+  from csl_jax.seq2seq import bundle as bundle_lib
+  from csl_jax.seq2seq import decode
+  from csl_jax.seq2seq import train as train_lib
+  # pylint: enable=g-import-not-at-top
+  os.makedirs(out_dir, exist_ok=True)
+  train_tsv = os.path.join(data_dir, "train.tsv")
+  if config.reverse_vocabulary == "word":
+    tasks.vocab.train_word_vocabulary(
+        [train_tsv], os.path.join(out_dir, WORD_SPM_PREFIX))
+  vocabulary = _vocabulary(config.reverse_vocabulary,
+                           os.path.join(out_dir, "model"))
+  with open(programs_path, encoding="utf-8") as f:
+    programs = [line.rstrip("\n") for line in f if line.strip()]
+  inputs = [os.path.join(data_dir, f"{p}.tsv")
+            for p in ("train",) + ((eval_part,) if eval_part else ())]
+  key = hashlib.sha256(json.dumps(
+      {"settings": settings, "inputs": _sha256_of([programs_path] + inputs)},
+      sort_keys=True).encode()).hexdigest()
+  cell = f"pcfg_bt/{key[:16]}"
+  parts = (eval_part,) if eval_part else ()
+  with _registered(data_dir, ("train",) + parts, vocabulary=vocabulary,
+                   metric_fns=(tasks.metrics.exact_match,
+                               tasks.metrics.bleu)) as names:
+    done = bundle_lib.outputs(bundle, cell, key)
+    sized = train_lib.sized_for(model_config, names.reversed)
+    if done is None:
+      width = sized.max_input_len
+      rows = []
+      for text in programs:
+        ids = list(vocabulary.encode(text))
+        rows.append(ids[:width - 1] + [decode.EOS_ID])
+      program_arrays = {"inputs": arrays.Ragged.from_rows(rows),
+                        "targets": arrays.Ragged.from_rows(
+                            [[decode.EOS_ID]] * len(rows))}
+      bundle_lib.export_cell(
+          bundle, cell, key, names.reversed, names.reversed, parts,
+          model_config, train_config, config.beam_size,
+          config.decode_batch_size, extra_parts={"programs": program_arrays})
+      raise bundle_lib.Pending(cell)
+    scores = None
+    if eval_part:
+      examples = decode.split_examples(
+          names.reversed, eval_part,
+          input_pipeline_lengths(sized))
+      _, scores = decode.score_predictions(
+          names.reversed, examples, done["parts"][eval_part]["ids"])
+  utterances = [vocabulary.decode(ids)
+                for ids in done["parts"]["programs"]["ids"]]
+  pairs = [(u, p) for u, p in zip(utterances, programs) if u.strip()]
+  candidates = os.path.join(out_dir, "candidates.tsv")
+  write_tsv(candidates, pairs)
+  summary = {"candidates": candidates, "num_programs": len(programs),
+             "num_candidates": len(pairs),
+             "num_empty_utterances": len(programs) - len(pairs),
+             "num_programs_cut": sum(
+                 len(list(vocabulary.encode(t))) > sized.max_input_len - 1
+                 for t in programs),
+             "beam_size": config.beam_size, "bundle_cell": cell,
+             # What the reverse_model stage reports where it runs here.
+             "reverse_model": {
+                 "steps": done["train"].get("steps"),
+                 "first_loss": done["train"].get("first_loss"),
+                 "final_loss": done["train"].get("mean_last_loss")},
+             "preview": [f"{u}\t{p}" for u, p in pairs[:5]]}
+  if scores is not None:
+    summary["eval"] = {"part": eval_part, **scores}
+  return summary
+
+
+def input_pipeline_lengths(model_config) -> Dict[str, int]:
+  from csl_jax.seq2seq import input_pipeline  # pylint: disable=g-import-not-at-top
+  return input_pipeline.lengths(model_config.max_input_len,
+                                model_config.max_target_len)
+
+
 @gin.configurable(module="pcfg_bt")
 class PCFGBT:
   """The pcfg_bt method.
@@ -248,16 +346,21 @@ class PCFGBT:
     eval_part: the run's part the `test` distribution counts on and the
       reverse model is scored on (the report's backtranslation quality);
       None: neither.
+    bundle: a bundle directory (`experiment.bundle` binds it): the reverse
+      model trains and decodes the programs there (`csl-jax run-bundle`),
+      not here.
   """
   name = "pcfg_bt"
 
   def __init__(self, config: Optional[PCFGBTConfig] = None,
                model_config=None, train_config=None,
-               eval_part: Optional[str] = "test"):
+               eval_part: Optional[str] = "test",
+               bundle: Optional[str] = None):
     self.config = config if config is not None else PCFGBTConfig()
     self.model_config = model_config
     self.train_config = train_config
     self.eval_part = eval_part
+    self.bundle = bundle
 
   def _seq2seq_configs(self):
     from csl_jax.seq2seq import config  # pylint: disable=g-import-not-at-top
@@ -298,11 +401,28 @@ class PCFGBT:
     model_config, train_config = self._seq2seq_configs()
     kind = self.config.reverse_vocabulary
     vocabulary = _vocabulary_key(kind)
+    programs = base.Stage("programs",
+                          [grammar, train] + ([test] if test else []),
+                          sampling,
+                          lambda d: sample_programs(d, grammar, train, test,
+                                                    self.config))
+    if self.bundle:
+      settings = {"model": configs.to_json(model_config),
+                  "train": configs.to_json(train_config),
+                  "vocabulary": vocabulary,
+                  "beam_size": self.config.beam_size,
+                  "eval_part": self.eval_part if evaluate else None,
+                  "trainer": "bundle"}
+      return [programs, base.Stage(
+          "backtranslate",
+          [os.path.join(programs_dir, "programs.txt"), train] + (
+              [evaluate] if evaluate else []), settings,
+          lambda d: backtranslate_bundled(
+              d, os.path.join(programs_dir, "programs.txt"), data.directory,
+              self.eval_part if evaluate else None, self.config,
+              model_config, train_config, self.bundle, settings))]
     return [
-        base.Stage("programs", [grammar, train] + ([test] if test else []),
-                   sampling,
-                   lambda d: sample_programs(d, grammar, train, test,
-                                             self.config)),
+        programs,
         base.Stage("reverse_model", [train],
                    {"model": configs.to_json(model_config),
                     "train": configs.to_json(train_config),
@@ -329,8 +449,8 @@ class PCFGBT:
 
   def report_rows(self, summaries: Mapping[str, dict]
                   ) -> List[Tuple[str, str]]:
-    p, m, b = (summaries["programs"], summaries["reverse_model"],
-               summaries["backtranslate"])
+    p, b = summaries["programs"], summaries["backtranslate"]
+    m = summaries.get("reverse_model") or b["reverse_model"]  # or bundled
     label = p["distribution"] + (" (oracle)" if p["oracle"] else "")
     rows = [
         ("PCFG distribution / criticality",
