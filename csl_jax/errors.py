@@ -16,3 +16,12 @@ class InputError(ValueError):
       where = f"{source}:{line}: " if line is not None else f"{source}: "
     self.text = where + message  # str(self) may gain notes from gin
     super().__init__(self.text)
+
+
+class Pending(Exception):
+  """Work exported to run elsewhere (`seq2seq/bundle.py`: cells for
+  `csl-jax run-bundle`); `cells` names what waits."""
+
+  def __init__(self, *cells: str):
+    super().__init__(", ".join(cells))
+    self.cells = list(cells)  # gin adds context to the message, not here

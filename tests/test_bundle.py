@@ -220,14 +220,19 @@ def test_bundle_pcfg_bt_reverse_model_then_cells(toy_experiment, tmp_path):  # p
     gin.bind_parameter(f"pcfg_bt.PCFGBTConfig.{k}", v)
   out, box = str(tmp_path / "exp"), str(tmp_path / "bundle")
   kw = dict(dataset="tsv", splits=["toy"], data_dir=toy_experiment,
-            methods=["pcfg_bt"], data=["pcfg_bt"], seeds=[0], beam_size=1,
+            methods=["pcfg_bt_train", "pcfg_bt_uniform"],
+            data=["pcfg_bt_train", "pcfg_bt_uniform"], seeds=[0], beam_size=1,
             decode_batch_size=16, bundle=box)
-  # Round 1: the reverse model (the cells need its synthetic data).
-  (job,) = runner.experiment(out, **kw)["pending"]
-  assert job.startswith("pcfg_bt/") and bundle.pending_cells(box) == [job]
+  # Round 1: both variants' reverse model jobs (the cells need their
+  # synthetic data), exported in one pass.
+  jobs = runner.experiment(out, **kw)["pending"]
+  assert len(jobs) == 2 and all(j.startswith("pcfg_bt/") for j in jobs)
+  assert bundle.pending_cells(box) == sorted(jobs)
   bundle.run_bundle(box, progress=False)
   # Round 2: the cells; round 3: their records.
-  assert runner.experiment(out, **kw)["pending"] == ["toy/pcfg_bt/seed_0"]
+  assert runner.experiment(out, **kw)["pending"] == [
+      "toy/pcfg_bt_train/seed_0", "toy/pcfg_bt_uniform/seed_0"]
   bundle.run_bundle(box, progress=False)
-  (record,) = runner.experiment(out, **kw)["records"]
-  assert record["data"] == "pcfg_bt" and record["num_synthetic"] > 0
+  records = runner.experiment(out, **kw)["records"]
+  assert [r["data"] for r in records] == ["pcfg_bt_train", "pcfg_bt_uniform"]
+  assert all(r["num_synthetic"] > 0 for r in records)

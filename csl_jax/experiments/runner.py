@@ -489,7 +489,7 @@ def experiment(out_dir: str,
                 methods=needed, select=selectors, select_num=select_num,
                 select_seed=seed if per_seed else 0, wait=wait)
         except bundle_lib.Pending as e:
-          waiting.append(e.cell)
+          waiting.extend(e.cells)
           _say(f"augment {split} seed {seed}: a job exported to {bundle}")
           template = template or run_dir
           run_dirs[(split, seed)] = run_dir

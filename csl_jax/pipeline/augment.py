@@ -20,6 +20,7 @@ import gin
 from csl_jax.data import registry as data_registry
 from csl_jax.data import tsv
 from csl_jax.errors import InputError
+from csl_jax.errors import Pending
 from csl_jax.files import atomic_write_json
 from csl_jax.methods import base as method_base
 from csl_jax.pipeline import cache
@@ -171,14 +172,19 @@ def _augment(run_dir, dataset, split, data_dir, dataset_options, methods,
              for p in ("train", "dev", "test", "gen")
              if os.path.exists(os.path.join(data_dir_out, f"{p}.tsv"))}
     run_data = method_base.RunData(data_dir_out, parts)
+    waiting = []  # methods whose work waits in a bundle; the others go on
     for method in chosen:
       workdir = os.path.join(run_dir, method.name)
       stage_summaries = {}
-      for stage in method.stages(run_data, workdir):
-        stage_summaries[stage.name] = cache.run_stage(stage,
-                                                      stage.path(workdir))
-        summary["stages"][f"{method.name}/{stage.name}"] = _brief(
-            stage_summaries[stage.name])
+      try:
+        for stage in method.stages(run_data, workdir):
+          stage_summaries[stage.name] = cache.run_stage(stage,
+                                                        stage.path(workdir))
+          summary["stages"][f"{method.name}/{stage.name}"] = _brief(
+              stage_summaries[stage.name])
+      except Pending as e:
+        waiting.extend(e.cells)
+        continue
       last = stage_summaries[list(stage_summaries)[-1]]
       if "candidates" not in last:
         raise RuntimeError(f"method {method.name}: the last stage's summary "
@@ -198,6 +204,8 @@ def _augment(run_dir, dataset, split, data_dir, dataset_options, methods,
           "stage_order": list(stage_summaries),
           "report_rows": [list(r) for r in
                           method.report_rows(stage_summaries)]})
+    if waiting:
+      raise Pending(*waiting)
     summary["report"] = report_lib.write_report(run_dir)
     atomic_write_json(os.path.join(run_dir, "summary.json"), summary)
   return summary

@@ -28,6 +28,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
 
+from csl_jax import errors
 from csl_jax.errors import InputError
 from csl_jax.files import atomic_write_json
 from csl_jax.seq2seq import arrays
@@ -40,12 +41,7 @@ OUTPUTS_FILE = "outputs.json"
 PREDICTIONS_FILE = "outputs.npz"
 
 
-class Pending(Exception):
-  """The cell is exported and waits for `csl-jax run-bundle`."""
-
-  def __init__(self, cell: str):
-    super().__init__(cell)
-    self.cell = cell  # gin adds context to the message, not here
+Pending = errors.Pending  # a cell is exported and waits for run-bundle
 
 
 def _read_json(path: str) -> Optional[Dict[str, Any]]:
