@@ -39,7 +39,7 @@ import os
 import shutil
 import tempfile
 import threading
-from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 import numpy as np
 

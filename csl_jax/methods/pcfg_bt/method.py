@@ -18,7 +18,7 @@ import dataclasses
 import hashlib
 import json
 import os
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import gin
 
@@ -203,7 +203,6 @@ def backtranslate(out_dir: str, programs_path: str, model_dir: str,
   run (the backtranslation quality of Y&K Table 8)."""
   # pylint: disable=g-import-not-at-top
   import tasks
-  from csl_jax.data.tsv import write_tsv
   from csl_jax.seq2seq import decode
   from csl_jax.seq2seq import input_pipeline
   from csl_jax.seq2seq import train as train_lib
@@ -217,15 +216,8 @@ def backtranslate(out_dir: str, programs_path: str, model_dir: str,
       model, params, vocabulary, programs,
       cfg.max_input_len, cfg.max_target_len, config.decode_batch_size,
       config.beam_size, progress=True)
-  pairs = [(u, p) for u, p in zip(utterances, programs) if u.strip()]
-  os.makedirs(out_dir, exist_ok=True)
-  candidates = os.path.join(out_dir, "candidates.tsv")
-  write_tsv(candidates, pairs)
-  summary = {"candidates": candidates, "num_programs": len(programs),
-             "num_candidates": len(pairs),
-             "num_empty_utterances": len(programs) - len(pairs),
-             "num_programs_cut": cut, "beam_size": config.beam_size,
-             "preview": [f"{u}\t{p}" for u, p in pairs[:5]]}
+  summary = _write_candidates(out_dir, programs, utterances, cut,
+                              config.beam_size)
   if eval_part:
     with _registered(data_dir, (eval_part,), vocabulary=vocabulary,
                      metric_fns=(tasks.metrics.exact_match,
@@ -236,6 +228,23 @@ def backtranslate(out_dir: str, programs_path: str, model_dir: str,
           batch_size=config.decode_batch_size, beam_size=config.beam_size)
     summary["eval"] = {"part": eval_part, **scores}
   return summary
+
+
+def _write_candidates(out_dir: str, programs: Sequence[str],
+                      utterances: Sequence[str], cut: int, beam_size: int
+                      ) -> Dict[str, Any]:
+  """OUT/candidates.tsv (utterance<TAB>program, empty utterances left out)
+  and the backtranslate stage's summary of it."""
+  from csl_jax.data.tsv import write_tsv  # pylint: disable=g-import-not-at-top
+  pairs = [(u, p) for u, p in zip(utterances, programs) if u.strip()]
+  os.makedirs(out_dir, exist_ok=True)
+  candidates = os.path.join(out_dir, "candidates.tsv")
+  write_tsv(candidates, pairs)
+  return {"candidates": candidates, "num_programs": len(programs),
+          "num_candidates": len(pairs),
+          "num_empty_utterances": len(programs) - len(pairs),
+          "num_programs_cut": cut, "beam_size": beam_size,
+          "preview": [f"{u}\t{p}" for u, p in pairs[:5]]}
 
 
 def _sha256_of(paths) -> str:
@@ -258,10 +267,10 @@ def backtranslate_bundled(out_dir: str, programs_path: str, data_dir: str,
   (the eval part scored from the cell's predictions)."""
   # pylint: disable=g-import-not-at-top
   import tasks
-  from csl_jax.data.tsv import write_tsv
   from csl_jax.seq2seq import arrays
   from csl_jax.seq2seq import bundle as bundle_lib
   from csl_jax.seq2seq import decode
+  from csl_jax.seq2seq import input_pipeline
   from csl_jax.seq2seq import train as train_lib
   # pylint: enable=g-import-not-at-top
   os.makedirs(out_dir, exist_ok=True)
@@ -303,36 +312,25 @@ def backtranslate_bundled(out_dir: str, programs_path: str, data_dir: str,
     if eval_part:
       examples = decode.split_examples(
           names.reversed, eval_part,
-          input_pipeline_lengths(sized))
+          input_pipeline.lengths(sized.max_input_len, sized.max_target_len))
       _, scores = decode.score_predictions(
           names.reversed, examples, done["parts"][eval_part]["ids"])
   utterances = [vocabulary.decode(ids)
                 for ids in done["parts"]["programs"]["ids"]]
-  pairs = [(u, p) for u, p in zip(utterances, programs) if u.strip()]
-  candidates = os.path.join(out_dir, "candidates.tsv")
-  write_tsv(candidates, pairs)
-  summary = {"candidates": candidates, "num_programs": len(programs),
-             "num_candidates": len(pairs),
-             "num_empty_utterances": len(programs) - len(pairs),
-             "num_programs_cut": sum(
-                 len(list(vocabulary.encode(t))) > sized.max_input_len - 1
-                 for t in programs),
-             "beam_size": config.beam_size, "bundle_cell": cell,
-             # What the reverse_model stage reports where it runs here.
-             "reverse_model": {
-                 "steps": done["train"].get("steps"),
-                 "first_loss": done["train"].get("first_loss"),
-                 "final_loss": done["train"].get("mean_last_loss")},
-             "preview": [f"{u}\t{p}" for u, p in pairs[:5]]}
+  cut = sum(len(list(vocabulary.encode(t))) > sized.max_input_len - 1
+            for t in programs)
+  summary = _write_candidates(out_dir, programs, utterances, cut,
+                              config.beam_size)
+  summary.update({
+      "bundle_cell": cell,
+      # What the reverse_model stage reports where it runs here.
+      "reverse_model": {
+          "steps": done["train"].get("steps"),
+          "first_loss": done["train"].get("first_loss"),
+          "final_loss": done["train"].get("mean_last_loss")}})
   if scores is not None:
     summary["eval"] = {"part": eval_part, **scores}
   return summary
-
-
-def input_pipeline_lengths(model_config) -> Dict[str, int]:
-  from csl_jax.seq2seq import input_pipeline  # pylint: disable=g-import-not-at-top
-  return input_pipeline.lengths(model_config.max_input_len,
-                                model_config.max_target_len)
 
 
 @gin.configurable(module="pcfg_bt")
