@@ -17,6 +17,7 @@ from typing import Sequence
 
 from csl_jax.beam import file_urls
 from csl_jax.beam import options as beam_options
+from csl_jax.errors import InputError
 from csl_jax.sampling import shards
 from csl_jax.sampling.config import SampleConfig
 
@@ -30,10 +31,15 @@ def run(model_dir: str, num: int, num_shards: int, config: SampleConfig,
   opts = beam_options.pipeline_options(runner, pipeline_args)
   beam = beam_options.beam()
   shards.shard_sizes(num, num_shards)  # checks the counts up front
-  model_files = {}
-  for name in sorted(os.listdir(model_dir)):
+  from csl_jax.model import csl_model  # pylint: disable=g-import-not-at-top
+  for name in csl_model.FILES:  # the driver says what is missing
+    if not os.path.isfile(os.path.join(model_dir, name)):
+      raise InputError(f"not a fitted model directory (no {name}); run "
+                       "`csl-jax fit` first", model_dir)
+  model_files = {}  # what CSLModel.load reads, not the fit's checkpoint
+  for name in csl_model.FILES + ("output.cfg",):
     path = os.path.join(model_dir, name)
-    if os.path.isfile(path) and not name.startswith("."):
+    if os.path.isfile(path):
       with open(path, "rb") as f:
         model_files[name] = f.read()
 
@@ -42,12 +48,11 @@ def run(model_dir: str, num: int, num_shards: int, config: SampleConfig,
     out."""
 
     def setup(self):
-      from csl_jax.model.csl_model import CSLModel  # pylint: disable=g-import-not-at-top
       with tempfile.TemporaryDirectory() as local:
         for name, data in model_files.items():
           with open(os.path.join(local, name), "wb") as f:
             f.write(data)
-        self.model = CSLModel.load(local)
+        self.model = csl_model.CSLModel.load(local)
       self.prepared = shards.prepare(self.model, config, use_output_cfg)
 
     def process(self, shard):
