@@ -34,6 +34,7 @@ any settings, runner and partition count.
 import collections
 import concurrent.futures
 import dataclasses
+import io
 import json
 import os
 import shutil
@@ -45,6 +46,7 @@ import numpy as np
 
 from csl_jax import files
 from csl_jax.beam import file_urls
+from csl_jax.methods.geca import augment as augment_lib  # the one build's helpers
 from csl_jax.methods.geca.config import GECAConfig
 
 Table = Dict[str, np.ndarray]
@@ -139,11 +141,6 @@ def _distinct(a: np.ndarray, b: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
   return order, first
 
 
-def _sorted_unique(x: np.ndarray) -> np.ndarray:
-  x = np.sort(x)
-  return x[_starts(np.arange(len(x)), (x,))]
-
-
 def _group_ptr(first: np.ndarray) -> np.ndarray:
   starts = np.flatnonzero(first)
   return np.append(starts, len(first)).astype(np.int64)
@@ -167,7 +164,6 @@ def _write_stats(ctx: Context, stage: str, part: int, stats: Dict) -> None:
 def _save(ctx: Context, name: str, part: int, table: Table) -> None:
   """A final table of a partition, a `.npy` file per column (the driver
   memory-maps them: `Written`); nothing for an empty table."""
-  import io  # pylint: disable=g-import-not-at-top
   if not len(next(iter(table.values()))):
     return
   for col, values in table.items():
@@ -206,16 +202,13 @@ def _unit_rows(keys: np.ndarray, table: Table, min_size: int
 
 def stage_e(ctx: Context, index: int, shard: np.ndarray) -> Rows:
   """The (template, fragment) pairs of shard `index` of the sequences."""
-  # pylint: disable=g-import-not-at-top
-  from csl_jax.methods.geca import augment
-  from csl_jax.methods.geca import kernel
-  # pylint: enable=g-import-not-at-top
+  from csl_jax.methods.geca import kernel  # pylint: disable=g-import-not-at-top
   config = ctx.config
   window = -1 if config.window is None else config.window
   rows = kernel.enumerate_pairs(
       ctx.tokens, ctx.offsets, shard, config.wug_size, config.wug_count,
       ctx.allowed, config.wug_limit is not None, window, config.output_only)
-  cols = augment._columns(rows, config.wug_count, True)  # pylint: disable=protected-access
+  cols = augment_lib._columns(rows, config.wug_count, True)  # pylint: disable=protected-access
   _write_stats(ctx, "E", index, {"pairs_indexed": int(len(rows))})
   del rows
   order, first = _distinct(cols["th"], cols["fh"])
@@ -228,7 +221,8 @@ def stage_e(ctx: Context, index: int, shard: np.ndarray) -> Rows:
                       "uh", n)
   del cols["uh"]
   yield from _route("tf", cols, "th", n)
-  yield from _route("frag", {"fh": _sorted_unique(cols["fh"])}, "fh", n)
+  distinct = augment_lib._sorted_unique(cols["fh"])  # pylint: disable=protected-access
+  yield from _route("frag", {"fh": distinct}, "fh", n)
 
 
 def stage_t(ctx: Context, part: int, inputs: Dict[str, List[Table]]) -> Rows:
@@ -341,9 +335,9 @@ def _join(left: np.ndarray, right: np.ndarray) -> Tuple[np.ndarray,
 def stage_j1(ctx: Context, part: int, inputs: Dict[str, List[Table]]) -> Rows:
   """Fragments: each target signature meets the donors sharing one."""
   frag = _concat(inputs.get("frag", []))
-  _write_stats(ctx, "J1", part, {
-      "fragments": 0 if frag is None else int(len(_sorted_unique(
-          frag["fh"])))})
+  distinct = (np.zeros(0, np.uint64) if frag is None else
+              augment_lib._sorted_unique(frag["fh"]))  # pylint: disable=protected-access
+  _write_stats(ctx, "J1", part, {"fragments": int(len(distinct))})
   inv, q = _concat(inputs.get("inv", [])), _concat(inputs.get("q", []))
   if inv is None or q is None:
     return
@@ -464,20 +458,22 @@ def run_local(ctx: Context) -> None:
 
   # Two threads (the kernels and numpy's sorts release the GIL); results
   # are put in order.
-  with concurrent.futures.ThreadPoolExecutor(2) as pool:
-    shards = shards_of(len(ctx.offsets) - 1, ctx.num_partitions)
-    for rows in pool.map(lambda ks: list(stage_e(ctx, *ks)),
-                         enumerate(shards)):
-      put(rows)
-    for _, fn, names in STAGES:
-      with lock:
-        flush()
-      parts = sorted({p for n in names for p in files_of[n]})
-      for rows in pool.map(
-          lambda p, fn=fn, names=names: list(
-              fn(ctx, p, {n: take(n, p) for n in names})), parts):
+  try:
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+      shards = shards_of(len(ctx.offsets) - 1, ctx.num_partitions)
+      for rows in pool.map(lambda ks: list(stage_e(ctx, *ks)),
+                           enumerate(shards)):
         put(rows)
-  os.rmdir(flow)
+      for _, fn, names in STAGES:
+        with lock:
+          flush()
+        parts = sorted({p for n in names for p in files_of[n]})
+        for rows in pool.map(
+            lambda p, fn=fn, names=names: list(
+                fn(ctx, p, {n: take(n, p) for n in names})), parts):
+          put(rows)
+  finally:
+    shutil.rmtree(flow, ignore_errors=True)
 
 
 # What waits in memory between stages before it goes to files (run_local).
