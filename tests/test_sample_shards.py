@@ -173,3 +173,23 @@ def test_shards_in_an_object_store_locally_and_on_beam(tmp_path):
     sample_lib.sample(str(tmp_path / f"out{runner}"), model_dir, num=200,
                       config=config, shards=2, runner=runner, shard_dir=url)
     assert len(os.listdir(stored)) == 2
+
+
+def test_a_failed_url_write_leaves_nothing(tmp_path):
+  pytest.importorskip("apache_beam")
+  import fake_object_store  # pylint: disable=g-import-not-at-top
+  from csl_jax.beam import file_urls  # pylint: disable=g-import-not-at-top
+  fake_object_store.FakeObjectStore.root = str(tmp_path / "store")
+  url = "fakeobj://bucket/x.tsv"
+
+  def lines():
+    yield "a\n"
+    raise RuntimeError("worker lost")
+
+  with pytest.raises(RuntimeError):
+    file_urls.write_text(url, lines())
+  assert not file_urls.exists(url)
+  assert file_urls.matching("fakeobj://bucket", "*") == []
+  file_urls.write_text(url, ["a\n", "b\n"])
+  file_urls.write_text(url, ["c\n"])  # replaced whole
+  assert list(file_urls.read_lines(url)) == ["c\n"]

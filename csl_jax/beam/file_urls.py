@@ -1,15 +1,17 @@
 """Files that may live in an object store: a path with a scheme
 (`gs://bucket/dir`, `s3://...`) goes through Beam's file systems, which
 Dataflow's workers reach where they share no disk; a plain path stays on
-the local file system (written atomically, `csl_jax.files`). Object
-stores publish an object whole when it is closed, so a reader never sees
-a part of a URL file either.
+the local file system (written atomically, `csl_jax.files`). A URL file
+is written under a temporary name and renamed when complete, so a writer
+that fails midway (a generator raising) leaves no partial file either.
 """
 
+import contextlib
 import fnmatch
 import io
 import os
 from typing import Iterable, Iterator, List
+import uuid
 
 from csl_jax import files
 from csl_jax.errors import InputError
@@ -34,15 +36,30 @@ def join(base: str, name: str) -> str:
   return os.path.join(base, name)
 
 
+@contextlib.contextmanager
+def _created(path: str):
+  """A write channel to `path` (a URL) that appears there only whole."""
+  fs = _file_systems(path)
+  from apache_beam.io.filesystem import CompressionTypes  # pylint: disable=g-import-not-at-top
+  tmp = f"{path}.tmp-{uuid.uuid4().hex}"
+  try:
+    with fs.create(tmp, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+      yield f
+  except BaseException:
+    if fs.exists(tmp):
+      fs.delete([tmp])
+    raise
+  if fs.exists(path):  # object stores' rename does not replace
+    fs.delete([path])
+  fs.rename([tmp], [path])
+
+
 def write_text(path: str, lines: Iterable[str]) -> None:
   """The lines (with their newlines), streamed; atomic either way."""
   if not is_url(path):
     files.atomic_write_text(path, lines)
     return
-  fs = _file_systems(path)
-  from apache_beam.io.filesystem import CompressionTypes  # pylint: disable=g-import-not-at-top
-  with fs.create(path, mime_type="text/plain",
-                 compression_type=CompressionTypes.UNCOMPRESSED) as f:
+  with _created(path) as f:
     for line in lines:
       f.write(line.encode("utf-8"))
 
@@ -51,9 +68,7 @@ def write_bytes(path: str, data: bytes) -> None:
   if not is_url(path):
     files.atomic_write_bytes(path, data)
     return
-  fs = _file_systems(path)
-  from apache_beam.io.filesystem import CompressionTypes  # pylint: disable=g-import-not-at-top
-  with fs.create(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+  with _created(path) as f:
     f.write(data)
 
 
