@@ -287,7 +287,10 @@ def backtranslate_bundled(out_dir: str, programs_path: str, data_dir: str,
   key = hashlib.sha256(json.dumps(
       {"settings": settings, "inputs": _sha256_of([programs_path] + inputs)},
       sort_keys=True).encode()).hexdigest()
-  cell = f"pcfg_bt/{key[:16]}"
+  # One cell per run and variant (this stage's directory): a changed
+  # setting re-exports it in place instead of leaving a stale one behind.
+  cell = "pcfg_bt/" + hashlib.sha256(
+      os.path.abspath(out_dir).encode()).hexdigest()[:16]
   parts = (eval_part,) if eval_part else ()
   with _registered(data_dir, ("train",) + parts, vocabulary=vocabulary,
                    metric_fns=(tasks.metrics.exact_match,
