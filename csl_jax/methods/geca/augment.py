@@ -40,6 +40,8 @@ from csl_jax.errors import InputError
 from csl_jax.methods.geca.config import GECAConfig
 
 SEP_TEXT = "▷"
+# The columns a stored (template, fragment) pair is rebuilt from.
+_REP = ("seq", "pos", "size", "ns")
 # Peak bytes per stored (template, fragment) pair while the index is built
 # (compact columns + sort temporaries); measured: COGS without wug_limit,
 # 46.3 M pairs, 7.4 GB peak.
@@ -261,7 +263,7 @@ def _rows(pairs: Dict[str, np.ndarray], rep: np.ndarray
           ) -> Dict[str, np.ndarray]:
   """Where each template (or fragment) can be rebuilt from: one stored
   pair's sequence and span positions."""
-  return {k: pairs[k][rep] for k in ("seq", "pos", "size", "ns")}
+  return {k: pairs[k][rep] for k in _REP}
 
 
 def _span_hashes(e: _Encoded, rows: Dict[str, np.ndarray], max_size: int):
@@ -272,8 +274,7 @@ def _span_hashes(e: _Encoded, rows: Dict[str, np.ndarray], max_size: int):
   with concurrent.futures.ThreadPoolExecutor(2) as pool:
     parts = list(pool.map(
         lambda ab: kernel.span_hashes(
-            e.tokens, e.offsets, *(rows[k][ab[0]:ab[1]]
-                                   for k in ("seq", "pos", "size", "ns")),
+            e.tokens, e.offsets, *(rows[k][ab[0]:ab[1]] for k in _REP),
             max_size), zip(cuts[:-1], cuts[1:])))
   return np.concatenate(parts)
 
@@ -306,7 +307,7 @@ def _build_index(e: _Encoded, pairs: Dict[str, np.ndarray],
   trow, frow = _rows(pairs, t_rep), _rows(pairs, f_rep)
   two = pairs.pop("two")[t_rep]
   uh = pairs.pop("uh", None)
-  for k in ("seq", "pos", "size", "ns"):
+  for k in _REP:
     del pairs[k]
   del t_rep, f_rep
   tf_ptr, tf_fid = _csr(_sorted_unique(tid.astype(np.int64) * nf + fid),
@@ -362,9 +363,6 @@ def _decode(e: _Encoded, toks, output_only: bool) -> Tuple[str, str]:
     return "", " ".join(words)
   cut = toks.index(0)
   return " ".join(words[:cut]), " ".join(words[cut + 1:])
-
-
-_REP = ("seq", "pos", "size", "ns")
 
 
 def _preview(e: _Encoded, t: Sequence, f: Sequence) -> str:

@@ -51,7 +51,7 @@ from csl_jax.methods.geca.config import GECAConfig
 
 Table = Dict[str, np.ndarray]
 Rows = Iterable[Tuple[str, int, Table]]
-_REP = ("seq", "pos", "size", "ns")  # where a template/fragment is rebuilt
+_REP = augment_lib._REP  # pylint: disable=protected-access
 
 
 @dataclasses.dataclass
