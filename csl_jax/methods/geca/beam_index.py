@@ -5,8 +5,9 @@ function, so a worker holds one partition of one stage at a time. The
 elements are whole column tables (one per shard or partition and input),
 not rows: Beam moves a few hundred numpy tables instead of millions of
 tuples. Stages T and C write their tables and every stage its statistics
-into `ctx.directory`, which every worker must reach; the driver reads them
-back (`partitioned.read`). The same files as `partitioned.run_local`.
+into `ctx.directory`, which every worker must reach (a shared directory or a
+URL); the driver reads them back (`partitioned.Written`,
+`partitioned.read_stats`). The same files as `partitioned.run_local`.
 """
 
 from typing import Dict, Sequence

@@ -416,9 +416,9 @@ def shards_of(num_sequences: int, num_partitions: int) -> List[np.ndarray]:
 
 def run_local(ctx: Context) -> None:
   """The stages in this process, partition by partition. What flows
-  between stages waits in array files under `directory`/flow, so memory
-  holds one shard or one partition of one stage at a time (plus the
-  driver's targets and candidates), not the whole index."""
+  between stages waits in local array files (`directory`/flow, or a
+  temporary directory where `directory` is a URL), so memory holds one
+  shard or one partition of one stage at a time, not the whole index."""
   flow = (tempfile.mkdtemp(prefix="geca-flow") if file_urls.is_url(
       ctx.directory) else os.path.join(ctx.directory, "flow"))
   os.makedirs(flow, exist_ok=True)
