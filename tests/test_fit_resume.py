@@ -133,3 +133,18 @@ def test_other_data_or_config_starts_afresh(uninterrupted, tmp_path,
   # The stale checkpoint was overwritten: the same settings now resume.
   assert ((stale / "ckpt.msgpack").read_bytes() ==
           (tmp_path / "fresh" / "ckpt.msgpack").read_bytes())
+
+
+def test_initial_optimizer_state_is_optaxs_own():
+  import jax  # pylint: disable=g-import-not-at-top
+  import optax  # pylint: disable=g-import-not-at-top
+  params = train.init_params(5, 3, 2, 0.5, 0, num_shapes=2)
+  optimizer = optax.adam(0.1)
+  ours, theirs = (train._init_state(optimizer, params),  # pylint: disable=protected-access
+                  optimizer.init(params))
+  assert (jax.tree_util.tree_structure(ours)
+          == jax.tree_util.tree_structure(theirs))
+  for a, b in zip(jax.tree_util.tree_leaves(ours),
+                  jax.tree_util.tree_leaves(theirs)):
+    assert a.shape == b.shape and a.dtype == b.dtype
+    np.testing.assert_array_equal(a, np.asarray(b))

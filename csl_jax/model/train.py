@@ -68,21 +68,30 @@ class FitConfig:
 
 def init_params(num_rules: int, num_contexts: int, num_states: int,
                 scale: float, seed: int, num_shapes: Optional[int] = None
-                ) -> Dict[str, jnp.ndarray]:
+                ) -> Dict[str, np.ndarray]:
   """theta_{s, r} ("rule") and theta_{r_p, i, s} ("context"); with
   `num_shapes`, "rule" is theta_{s, shape} and "lexical" the within-shape
-  logits."""
+  logits. NumPy arrays: the jitted step takes them as they are (no
+  conversion program to compile)."""
   rng = np.random.default_rng(seed)
   params = {
-      "rule": jnp.asarray(scale * rng.standard_normal(
-          (num_states, num_shapes or num_rules)), jnp.float32),
-      "context": jnp.asarray(scale * rng.standard_normal(
-          (num_contexts, num_states)), jnp.float32),
+      "rule": (scale * rng.standard_normal(
+          (num_states, num_shapes or num_rules))).astype(np.float32),
+      "context": (scale * rng.standard_normal(
+          (num_contexts, num_states))).astype(np.float32),
   }
   if num_shapes:
-    params["lexical"] = jnp.asarray(
-        scale * rng.standard_normal(num_rules), jnp.float32)
+    params["lexical"] = (scale * rng.standard_normal(num_rules)).astype(
+        np.float32)
   return params
+
+
+def _init_state(optimizer, params):
+  """`optimizer.init(params)` as NumPy zeros: optax builds its state with
+  eager JAX ops, a small program each to compile on a first run. Adam's
+  state is zeros (moments and step count)."""
+  shapes = jax.eval_shape(optimizer.init, params)
+  return jax.tree_util.tree_map(lambda s: np.zeros(s.shape, s.dtype), shapes)
 
 
 def untied(params, rule_class) -> Dict[str, jnp.ndarray]:
@@ -238,7 +247,7 @@ def fit(rules: Sequence[Rule], pairs, config: FitConfig, max_nts: int = 4,
   params = init_params(len(rules), contexts.num_contexts(rules),
                        config.num_states, config.init_scale, config.seed,
                        num_shapes)
-  opt_state = optimizer.init(params)
+  opt_state = _init_state(optimizer, params)
   step = 0
   history: List[Tuple[int, float]] = []
   key = fingerprint(rules, data, max_nts, config)
@@ -307,7 +316,9 @@ def fit(rules: Sequence[Rule], pairs, config: FitConfig, max_nts: int = 4,
     if step % config.checkpoint_every == 0:
       save(step)
   save(step)
-  return untied(params, rule_class), history, data
+  if rule_class is not None:  # one program, not ~20 eager ones to compile
+    params = jax.jit(untied)(params, rule_class)
+  return params, history, data
 
 
 # The jitted steps live at module level, keyed on their static settings, so
@@ -324,44 +335,34 @@ def _train_step(params, opt_state, forests, rule_mask, rule_class,
   return optax.apply_updates(params, updates), opt_state, loss
 
 
-@functools.partial(jax.jit, static_argnames=("use_mask",))
-def _restart_step(params, opt_state, forests, rule_mask, rule_class,
-                  learning_rate, *, use_mask):
-  """`_train_step` for stacked initializations; returns each one's loss."""
-
-  def losses(p):
-    each = jax.vmap(_loss, in_axes=(0, None, None, None))(
-        p, forests, rule_mask if use_mask else None, rule_class)
-    return each.sum(), each
-
-  (_, each), grads = jax.value_and_grad(losses, has_aux=True)(params)
-  updates, opt_state = optax.adam(learning_rate).update(grads, opt_state,
-                                                        params)
-  return optax.apply_updates(params, updates), opt_state, each
-
-
 def _restarts(rules, config, optimizer, batches, masks, use_mask, history,
               on_step, rule_class, num_shapes):
-  """Trains `num_restarts` initializations side by side (vmap) for
-  `restart_steps` steps; returns the best one's (params, opt_state, step)."""
-  inits = [init_params(len(rules), contexts.num_contexts(rules),
-                       config.num_states, config.init_scale,
-                       config.seed * 1000 + r, num_shapes)
-           for r in range(config.num_restarts)]
-  params = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *inits)
-  opt_state = optimizer.init(params)
-  step_all = functools.partial(
-      _restart_step, rule_class=rule_class,
-      learning_rate=np.float32(config.learning_rate), use_mask=use_mask)
+  """Trains `num_restarts` initializations side by side for `restart_steps`
+  steps; returns the best one's (params, opt_state, step).
 
+  Each initialization takes `_train_step` in turn: the fit compiles one
+  program, not a second vmapped one (1.6 s of XLA compile on a first run),
+  and on CPU the turns are faster than the vmapped step (BENCHMARKS "Issue
+  17 → The first run's JAX programs")."""
+  train_step = functools.partial(
+      _train_step, rule_class=rule_class,
+      learning_rate=np.float32(config.learning_rate), use_mask=use_mask)
+  params = [init_params(len(rules), contexts.num_contexts(rules),
+                        config.num_states, config.init_scale,
+                        config.seed * 1000 + r, num_shapes)
+            for r in range(config.num_restarts)]
+  opt_states = [_init_state(optimizer, p) for p in params]
   step = 0
   recent = []
   while step < min(config.restart_steps, config.num_steps):
     k = step % len(batches)
-    params, opt_state, each = step_all(params, opt_state, batches[k],
-                                       masks[k])
+    losses = []
+    for r in range(config.num_restarts):  # dispatched before any is read
+      params[r], opt_states[r], loss = train_step(params[r], opt_states[r],
+                                                  batches[k], masks[k])
+      losses.append(loss)
     step += 1
-    recent.append(np.asarray(each))
+    recent.append(np.array([float(l) for l in losses]))
     best_loss = float(np.min(recent[-1]))
     history.append((step, best_loss))
     if on_step:
@@ -371,9 +372,7 @@ def _restarts(rules, config, optimizer, batches, masks, use_mask, history,
   best = int(np.argmin(judged))
   logging.info("restarts: losses %s, keeping %d",
                np.round(judged, 4).tolist(), best)
-  pick = lambda x: x[best] if jnp.ndim(x) >= 1 else x
-  return (jax.tree_util.tree_map(pick, params),
-          jax.tree_util.tree_map(pick, opt_state), step)
+  return params[best], opt_states[best], step
 
 
 def average_log_likelihoods(
