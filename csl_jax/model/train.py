@@ -337,13 +337,12 @@ def _train_step(params, opt_state, forests, rule_mask, rule_class,
 
 def _restarts(rules, config, optimizer, batches, masks, use_mask, history,
               on_step, rule_class, num_shapes):
-  """Trains `num_restarts` initializations side by side for `restart_steps`
+  """Trains `num_restarts` initializations, a step each in turn, for `restart_steps`
   steps; returns the best one's (params, opt_state, step).
 
   Each initialization takes `_train_step` in turn: the fit compiles one
-  program, not a second vmapped one (1.6 s of XLA compile on a first run),
-  and on CPU the turns are faster than the vmapped step (BENCHMARKS "Issue
-  17 → The first run's JAX programs")."""
+  program, not a second vmapped one, and on CPU the turns are faster than
+  the vmapped step (BENCHMARKS "Issue 17 → The first run's JAX programs")."""
   train_step = functools.partial(
       _train_step, rule_class=rule_class,
       learning_rate=np.float32(config.learning_rate), use_mask=use_mask)
