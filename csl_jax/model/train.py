@@ -337,8 +337,8 @@ def _train_step(params, opt_state, forests, rule_mask, rule_class,
 
 def _restarts(rules, config, optimizer, batches, masks, use_mask, history,
               on_step, rule_class, num_shapes):
-  """Trains `num_restarts` initializations, a step each in turn, for `restart_steps`
-  steps; returns the best one's (params, opt_state, step).
+  """Trains `num_restarts` initializations for `restart_steps` steps;
+  returns the best one's (params, opt_state, step).
 
   Each initialization takes `_train_step` in turn: the fit compiles one
   program, not a second vmapped one, and on CPU the turns are faster than
