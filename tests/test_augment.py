@@ -177,3 +177,12 @@ def test_kill_9_then_rerun_gives_the_same_bytes(tmp_path, small_scan,
                         stdout=subprocess.DEVNULL,
                         stderr=subprocess.DEVNULL).returncode == 0
   assert _digest(out) == first_run[1]
+
+
+def test_output_depth_counts_bracket_nesting():
+  from csl_jax.pipeline.report import output_depth  # pylint: disable=g-import-not-at-top
+  assert output_depth("I_WALK I_WALK") == 0
+  assert output_depth("answer ( count ( state ( all ) ) )") == 3
+  assert output_depth("* cat ( x _ 1 ) ; dog . agent ( x _ 2 , x _ 1 )") == 1
+  assert output_depth("[ a ( b ) ] ( c )") == 2
+  assert output_depth(") )") == 0

@@ -22,6 +22,8 @@ PREVIEW = 10
 
 def output_depth(output: str) -> int:
   """Bracket nesting depth of a program (0 for flat outputs such as SCAN's)."""
+  if "(" not in output and "[" not in output:
+    return 0  # (a run's report measures every synthetic line)
   depth = top = 0
   for token in output.split():
     depth += token.count("(") + token.count("[") - token.count(")") - \
