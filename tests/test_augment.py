@@ -186,3 +186,17 @@ def test_output_depth_counts_bracket_nesting():
   assert output_depth("* cat ( x _ 1 ) ; dog . agent ( x _ 2 , x _ 1 )") == 1
   assert output_depth("[ a ( b ) ] ( c )") == 2
   assert output_depth(") )") == 0
+
+
+def test_cli_freezes_the_imports_only_as_a_process_of_its_own(tmp_path):
+  import gc  # pylint: disable=g-import-not-at-top
+  before = gc.get_freeze_count()
+  out = str(tmp_path / "scan")
+  assert cli.main(["prepare", "scan", "--split", "simple", "--out", out]) == 0
+  assert gc.get_freeze_count() == before  # in-process use: nothing frozen
+  code = ("import gc, sys; from csl_jax.cli import main\n"
+          "sys.argv = ['csl-jax', 'prepare', 'scan', '--split', 'simple', "
+          f"'--out', {out + '2'!r}]\n"
+          "try:\n  main.run()\nexcept SystemExit as e:\n"
+          "  assert e.code == 0 and gc.get_freeze_count() > 0, e.code\n")
+  subprocess.run([sys.executable, "-c", code], check=True)

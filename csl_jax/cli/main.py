@@ -5,6 +5,7 @@ Configuration is T5X style: `--gin_file=F` (repeatable) and
 """
 
 import argparse
+import gc
 import os
 import sys
 from typing import List, Optional
@@ -99,7 +100,8 @@ def _check_out(path: str) -> None:
     raise InputError("--out is not writable (permission denied)", path)
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def main(argv: Optional[List[str]] = None, *,
+         freeze_imports: bool = False) -> int:
   argv = list(sys.argv[1:] if argv is None else argv)
   logging.set_verbosity(logging.INFO)
   stage.set_command_line(argv)
@@ -120,13 +122,20 @@ def main(argv: Optional[List[str]] = None) -> int:
                                           finalize_config=False)
     except (IOError, ValueError, SyntaxError) as e:
       raise InputError(f"gin configuration: {e}") from None
+    if freeze_imports:
+      # The imports above leave ~300k objects that Python's cyclic collector
+      # would rescan at every full collection of the stages' many small
+      # objects (BENCHMARKS "Issue 17 → Python's collector after the
+      # imports"). Only for a process of its own: frozen objects are never
+      # collected.
+      gc.freeze()
     return SUBCOMMANDS[args.subcommand].main(args) or 0
   except InputError as e:
     return stage.report_input_error(e)
 
 
 def run() -> None:
-  sys.exit(main())
+  sys.exit(main(freeze_imports=True))
 
 
 if __name__ == "__main__":
