@@ -53,73 +53,92 @@ def source_forest_batch(grammar, inputs: Sequence[str],
   """The unrolled source forests of `inputs` (an input the grammar does not
   derive gets an empty forest)."""
   n1, has_root, rule, parent, child, owner = _charts(grammar, inputs)
-  num_inputs, width = len(inputs), child.shape[1]
   # Spans as global ids: input b's flat span f is base[b] + f.
   base = np.concatenate([[0], np.cumsum(n1 * n1)])
   g_parent = base[owner] + parent
   g_child = np.where(child >= 0, base[owner][:, None] + child, -1)
-  length = lambda f, b: f % n1[b] - f // n1[b]  # f: a flat span of input b
-  # What the root reaches: children are shorter than their parent except
-  # along unary edges (a span wraps itself), so one sweep from the longest
-  # parents down marks everything.
+  reached = _reached(n1, has_root, base, parent, owner, g_parent, g_child)
+  spans, span_owner, node_of = _numbered(reached, n1, base, len(inputs))
+  # Edges out of reached spans, grouped by their parent's node, each group
+  # in the chart's edge order.
+  keep = np.flatnonzero(reached[g_parent])
+  keep = keep[np.lexsort((keep, node_of[g_parent[keep]], owner[keep]))]
+  kids = g_child[keep]
+  unary = np.zeros(max(grammar.num_rules, 1), np.bool_)
+  unary[[r for r, x in enumerate(grammar.rules) if x.is_unary_source]] = True
+  return _unrolled(spans, span_owner, n1, base, len(inputs), max_unary,
+                   owner[keep], rule[keep], unary[rule[keep]],
+                   node_of[g_parent[keep]],
+                   np.where(kids >= 0, node_of[np.maximum(kids, 0)], -1))
+
+
+def _span_length(f, n1):
+  """j - i of flat span f = i * n1 + j."""
+  return f % n1 - f // n1
+
+
+def _reached(n1, has_root, base, parent, owner, g_parent, g_child):
+  """Which (global) spans the roots reach. Children are shorter than their
+  parent except along unary edges (a span wraps itself), so one sweep from
+  the longest parents down marks everything."""
   reached = np.zeros(base[-1], np.bool_)
   roots = np.flatnonzero(has_root)
   reached[base[roots] + n1[roots] - 1] = True
-  p_len = length(parent, owner) if len(rule) else np.zeros(0, np.int64)
+  p_len = _span_length(parent, n1[owner])
   for span_len in range(int(p_len.max(initial=0)), 0, -1):
     at = np.flatnonzero(p_len == span_len)
     at = at[reached[g_parent[at]]]
     kids = g_child[at].ravel()
     reached[kids[kids >= 0]] = True
-  # Reached spans, per input shortest first then by flat index: their
-  # positions are the node ids of the input's source forest.
+  return reached
+
+
+def _numbered(reached, n1, base, num_inputs):
+  """Reached spans ordered per input shortest first, then by flat index:
+  (global span ids, their inputs, node id of each global span or -1)."""
   spans = np.flatnonzero(reached)
   span_owner = np.searchsorted(base, spans, side="right") - 1
   local = spans - base[span_owner]
-  order = np.lexsort((local, length(local, span_owner), span_owner))
-  spans, span_owner, local = spans[order], span_owner[order], local[order]
-  num_spans = np.bincount(span_owner, minlength=num_inputs)
-  first_span = np.concatenate([[0], np.cumsum(num_spans)])
+  order = np.lexsort((local, _span_length(local, n1[span_owner]),
+                      span_owner))
+  spans, span_owner = spans[order], span_owner[order]
+  first = np.concatenate([[0], np.cumsum(np.bincount(
+      span_owner, minlength=num_inputs))])
   node_of = np.full(base[-1], -1, np.int32)
-  node_of[spans] = np.arange(len(spans)) - first_span[span_owner]
-  # Edges out of reached spans, grouped by their parent's node, each group
-  # in the chart's edge order.
-  keep = np.flatnonzero(reached[g_parent]) if len(rule) else \
-      np.zeros(0, np.int64)
-  keep = keep[np.lexsort((keep, node_of[g_parent[keep]], owner[keep]))]
-  e_owner, e_rule = owner[keep], rule[keep]
-  e_span = node_of[g_parent[keep]]
-  e_child = np.where(g_child[keep] >= 0, node_of[np.maximum(g_child[keep],
-                                                             0)], -1)
-  unary = np.zeros(max(grammar.num_rules, 1), np.bool_)
-  unary[[r for r, x in enumerate(grammar.rules) if x.is_unary_source]] = True
-  e_unary = unary[e_rule]
-  # Copies: max_unary + 1 per span where the input has a unary edge.
+  node_of[spans] = np.arange(len(spans)) - first[span_owner]
+  return spans, span_owner, node_of
+
+
+def _unrolled(spans, span_owner, n1, base, num_inputs, max_unary, e_owner,
+              e_rule, e_unary, e_span, e_child) -> ForestBatch:
+  """The batch of forests with max_unary + 1 copies of every span of an
+  input that has a unary edge: its other edges in every copy k over the
+  children's top copies, its unary edges in copies k >= 1 over copy k - 1."""
+  width = e_child.shape[1]
   copies = np.ones(num_inputs, np.int64)
   copies[np.unique(e_owner[e_unary])] = max_unary + 1
   c_edge = copies[e_owner]
-  # Non-unary edges appear in every copy k = 0..c-1, unary ones in k >= 1.
   reps = np.where(e_unary, c_edge - 1, c_edge)
-  src = np.repeat(np.arange(len(keep)), reps)
+  src = np.repeat(np.arange(len(e_rule)), reps)
   start = np.repeat(np.cumsum(reps) - reps, reps)
   k = np.arange(len(src)) - start + e_unary[src]
   order = np.lexsort((src, e_unary[src], k, e_span[src], e_owner[src]))
   src, k = src[order], k[order]
-  c = c_edge[src]
-  out_parent = e_span[src] * c + k
-  top = np.where(e_child[src] >= 0, e_child[src] * c[:, None] + c[:, None]
-                 - 1, -1)
+  c = c_edge[src][:, None]
+  out_parent = e_span[src] * c[:, 0] + k
   below = np.full((len(src), width), -1, np.int64)
   below[:, 0] = out_parent - 1
+  top = np.where(e_child[src] >= 0, e_child[src] * c + c - 1, -1)
   out_child = np.where(e_unary[src][:, None], below, top)
-  num_nodes = num_spans * copies
-  node_off = np.concatenate([[0], np.cumsum(num_nodes)])
+  num_spans = np.bincount(span_owner, minlength=num_inputs)
+  node_off = np.concatenate([[0], np.cumsum(num_spans * copies)])
   edge_off = np.concatenate([[0], np.cumsum(np.bincount(
       e_owner[src], minlength=num_inputs))])
+  span_rep = np.repeat(spans, copies[span_owner])
+  owner_rep = np.repeat(span_owner, copies[span_owner])
+  local = span_rep - base[owner_rep]
   nodes = np.zeros((int(node_off[-1]), 4), np.int32)
-  span_rep = np.repeat(np.arange(len(spans)), copies[span_owner])
-  nodes[:, 0] = local[span_rep] // n1[span_owner[span_rep]]
-  nodes[:, 1] = local[span_rep] % n1[span_owner[span_rep]]
-  return ForestBatch(node_off, edge_off, nodes,
-                     e_rule[src].astype(np.int32),
+  nodes[:, 0] = local // n1[owner_rep]
+  nodes[:, 1] = local % n1[owner_rep]
+  return ForestBatch(node_off, edge_off, nodes, e_rule[src].astype(np.int32),
                      out_parent.astype(np.int32), out_child.astype(np.int32))

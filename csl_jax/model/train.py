@@ -103,6 +103,10 @@ def untied(params, rule_class) -> Dict[str, jnp.ndarray]:
           "context": params["context"]}
 
 
+# One compiled program, not ~20 eager ones (a first run compiles each).
+_untied_jit = jax.jit(untied)
+
+
 class Dataset:
   """Distinct training pairs with counts, their forests and batches.
 
@@ -316,8 +320,8 @@ def fit(rules: Sequence[Rule], pairs, config: FitConfig, max_nts: int = 4,
     if step % config.checkpoint_every == 0:
       save(step)
   save(step)
-  if rule_class is not None:  # one program, not ~20 eager ones to compile
-    params = jax.jit(untied)(params, rule_class)
+  if rule_class is not None:
+    params = _untied_jit(params, rule_class)
   return params, history, data
 
 
