@@ -4,7 +4,7 @@ twin on a real grammar and training set (times and array equality).
   python3 benchmarks/bench_source_forests.py GRAMMAR.qcfg TRAIN.tsv MAX_NTS
 
 GRAMMAR: a `csl-jax induce` output (e.g. RUN/csl/induce/grammar.qcfg);
-MAX_NTS: the fit's `max_nts` (SCAN, GeoQuery 2 / 4; COGS 4).
+MAX_NTS: the fit's `max_nts` (gin `fit.max_nts`: SCAN 2, GeoQuery and COGS 4).
 """
 
 import argparse
