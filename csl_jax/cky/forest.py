@@ -292,6 +292,20 @@ class SourceForest:
                                 self.edge_children)]
 
 
+def source_chart_scratch(grammar: QCFGArrays) -> np.ndarray:
+  """The kernel's per-call scratch (source tokens present), reusable across
+  calls: the kernel clears what it set."""
+  return np.zeros(max(len(grammar.source_vocab), 1), np.bool_)
+
+
+def source_chart(grammar: QCFGArrays, tokens, scratch: np.ndarray):
+  """`qcfg_kernel.source_chart` of one input's tokens: (derivable flat
+  spans, edge rules, parent spans, child spans)."""
+  return qcfg_kernel.source_chart(grammar.encode_source(tokens),
+                                  grammar.src_sym, grammar.src_len,
+                                  grammar.max_nts, scratch)
+
+
 def parse_source(grammar: QCFGArrays, x,
                  max_source_len: int = DEFAULT_MAX_SOURCE_LEN,
                  source: Optional[str] = None, line: Optional[int] = None
@@ -304,10 +318,8 @@ def parse_source(grammar: QCFGArrays, x,
     raise InputError(f"input has {len(tokens)} tokens, more than "
                      f"{max_source_len}", source, line)
   n1 = len(tokens) + 1
-  present = np.zeros(max(len(grammar.source_vocab), 1), np.bool_)
-  has, e_rule, e_parent, e_child = qcfg_kernel.source_chart(
-      grammar.encode_source(tokens), grammar.src_sym, grammar.src_len,
-      grammar.max_nts, present)
+  has, e_rule, e_parent, e_child = source_chart(
+      grammar, tokens, source_chart_scratch(grammar))
   root = len(tokens)  # flat index of span (0, n)
   if not has[root]:
     width = max(grammar.max_nts, 1)

@@ -18,8 +18,7 @@ from typing import Sequence
 
 import numpy as np
 
-from csl_jax.cky import qcfg_kernel
-from csl_jax.cky.forest import ForestBatch
+from csl_jax.cky import forest as forest_lib
 
 
 def _charts(grammar, inputs: Sequence[str]):
@@ -27,13 +26,12 @@ def _charts(grammar, inputs: Sequence[str]):
   whether the root span derives; per edge its input, rule, parent and
   children (flat spans i * (n + 1) + j, -1 padded to `max(max_nts, 1)`)."""
   width = max(grammar.max_nts, 1)
-  present = np.zeros(max(len(grammar.source_vocab), 1), np.bool_)
+  scratch = forest_lib.source_chart_scratch(grammar)
   n1, has_root, rule, parent, child, owner = [], [], [], [], [], []
   for b, x in enumerate(inputs):
     tokens = x.split()
-    has, e_rule, e_parent, e_child = qcfg_kernel.source_chart(
-        grammar.encode_source(tokens), grammar.src_sym, grammar.src_len,
-        grammar.max_nts, present)
+    has, e_rule, e_parent, e_child = forest_lib.source_chart(
+        grammar, tokens, scratch)
     n1.append(len(tokens) + 1)
     has_root.append(bool(has[len(tokens)]))
     rule.append(e_rule)
@@ -49,7 +47,7 @@ def _charts(grammar, inputs: Sequence[str]):
 
 
 def source_forest_batch(grammar, inputs: Sequence[str],
-                        max_unary: int = 2) -> ForestBatch:
+                        max_unary: int = 2) -> forest_lib.ForestBatch:
   """The unrolled source forests of `inputs` (an input the grammar does not
   derive gets an empty forest)."""
   n1, has_root, rule, parent, child, owner = _charts(grammar, inputs)
@@ -110,7 +108,7 @@ def _numbered(reached, n1, base, num_inputs):
 
 
 def _unrolled(spans, span_owner, n1, base, num_inputs, max_unary, e_owner,
-              e_rule, e_unary, e_span, e_child) -> ForestBatch:
+              e_rule, e_unary, e_span, e_child) -> forest_lib.ForestBatch:
   """The batch of forests with max_unary + 1 copies of every span of an
   input that has a unary edge: its other edges in every copy k over the
   children's top copies, its unary edges in copies k >= 1 over copy k - 1."""
@@ -140,5 +138,7 @@ def _unrolled(spans, span_owner, n1, base, num_inputs, max_unary, e_owner,
   nodes = np.zeros((int(node_off[-1]), 4), np.int32)
   nodes[:, 0] = local // n1[owner_rep]
   nodes[:, 1] = local % n1[owner_rep]
-  return ForestBatch(node_off, edge_off, nodes, e_rule[src].astype(np.int32),
-                     out_parent.astype(np.int32), out_child.astype(np.int32))
+  return forest_lib.ForestBatch(node_off, edge_off, nodes,
+                                e_rule[src].astype(np.int32),
+                                out_parent.astype(np.int32),
+                                out_child.astype(np.int32))

@@ -34,7 +34,6 @@ import numba
 import numpy as np
 
 from csl_jax.cky import forest as forest_lib
-from csl_jax.cky import qcfg_kernel
 from csl_jax.cky.grammar_arrays import QCFGArrays
 from csl_jax.errors import InputError
 from csl_jax.model.contexts import ROOT
@@ -506,7 +505,7 @@ def _chart_chunks(model: "_Model", inputs, k: int, levels: int,
   goes to `skipped` (or raises, see `_too_long`)."""
   grammar = model.grammar
   width = max(grammar.max_nts, 1)
-  present = np.zeros(max(len(grammar.source_vocab), 1), np.bool_)
+  present = forest_lib.source_chart_scratch(grammar)
   cat = lambda xs, empty: np.concatenate(xs) if xs else empty
 
   def chunk(first, last, n_tok, rules, parents, children, sizes):
@@ -524,9 +523,8 @@ def _chart_chunks(model: "_Model", inputs, k: int, levels: int,
       skipped[b] = _too_long(f"{len(tokens)} tokens, more than "
                              f"{max_source_len}", b, skip_too_long, source)
     elif tokens:
-      has, e_rule, e_parent, e_child = qcfg_kernel.source_chart(
-          grammar.encode_source(tokens), grammar.src_sym, grammar.src_len,
-          grammar.max_nts, present)
+      has, e_rule, e_parent, e_child = forest_lib.source_chart(
+          grammar, tokens, present)
       if has[len(tokens)]:  # The root span (0, n).
         need = chart_bytes(
             len(tokens), len(e_rule),
