@@ -205,14 +205,19 @@ def test_chart_estimate_grows_as_expected():
       viterbi.DEFAULT_MAX_CHART_BYTES)
 
 
-def test_parse_in_small_chunks_equals_one_chunk():
+def test_parse_of_a_batch_equals_each_input_alone():
+  # The inputs share the parser's scratch (the chart's context numbering),
+  # which each input must leave as it found it.
   m = _model(3)
   inputs = ["walk and run twice", "run", "walk twice and run twice", "x",
             "run and walk and run"] * 3
-  one = viterbi.parse_batch(*_parse_args(m), inputs)
-  # A budget of a few inputs' edges forces many chunks.
-  many = viterbi.parse_batch(*_parse_args(m), inputs, max_chart_bytes=20_000)
-  assert one == many
+  batch = viterbi.parse_batch(*_parse_args(m), inputs)
+  alone = [viterbi.parse(*_parse_args(m), x) for x in inputs]
+  assert batch == alone
+  assert [r.parsed for r in batch[:5]] == [True, True, True, False, True]
+  kbest = viterbi.kbest_batch(*_parse_args(m), inputs, k=4)
+  assert kbest == [viterbi.kbest_batch(*_parse_args(m), [x], k=4)[0]
+                   for x in inputs]
 
 
 def test_fit_dataset_bounds_lengths():

@@ -146,7 +146,7 @@ def _match_target(r, i, j, cs, y, chart, rule_val, src_has, n1, m1, tgt_sym,
           new_items += 1
         if record:
           e_rule, e_parent, e_child, ne = _append_edge(
-              e_rule, e_parent, e_child, ne, r, flat, children, nnt)
+              e_rule, e_parent, e_child, ne, r, flat, children, np.int64(nnt))
         t -= 1
         entering = False
         continue
@@ -594,11 +594,12 @@ def source_chart(x, src_sym, src_len, max_nts, present_src):
           for a in range(nnt):
             children[a] = spans[c, a, 0] * n1 + spans[c, a, 1]
           e_rule, e_parent, e_child, ne = _append_edge(
-              e_rule, e_parent, e_child, ne, r, i * n1 + j, children, nnt)
+              e_rule, e_parent, e_child, ne, r, i * n1 + j, children,
+              np.int64(nnt))
       if src_has[i * n1 + j]:
         for ui in range(nu):
           children[0] = i * n1 + j
           e_rule, e_parent, e_child, ne = _append_edge(
               e_rule, e_parent, e_child, ne, unary[ui], i * n1 + j,
-              children, np.int32(1))
+              children, np.int64(1))
   return src_has, e_rule[:ne], e_parent[:ne], e_child[:ne]

@@ -24,7 +24,7 @@ from csl_jax.sort_kernel import stable_argsort
 def _distinct_hits(flat, offsets, lengths, post_flat, post_off, codes):
   """Sorted ids of the distinct sequences the pattern occurs in."""
   size = codes.shape[0]
-  num_nts = 0
+  num_nts = np.int64(0)  # not the literal: one compiled match_examples
   terms = []
   for c in codes:
     if c < 0:

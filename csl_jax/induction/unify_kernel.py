@@ -243,7 +243,7 @@ def _as_child(out, s1, t1, s2, t2):
     if middle < 1:
       continue
     mapping[:] = 0
-    if not (_match(before, s1, 0, mapping) and
+    if not (_match(before, s1, np.int64(0), mapping) and
             _match(after, s1, before.shape[0] + middle, mapping)):
       continue
     count = 0

@@ -21,8 +21,13 @@ tokens, or a chart whose estimated memory (`chart_bytes`: dense
 (span, context) tables, n^2 x contexts, plus k-best lists per needed cell and
 the source chart's edges, up to n^3 per two-NT rule) exceeds
 `max_chart_bytes`, is an InputError naming the input, or with
-`skip_too_long` gets no parse and a `skipped` reason. Inputs are parsed in
-chunks whose edges fit that budget too, so memory stays bounded.
+`skip_too_long` gets no parse and a `skipped` reason. Inputs are parsed one
+at a time, so memory stays bounded.
+
+The loop over inputs is Python, calling the chart and the read-out of its
+root hypotheses per input: a jitted loop would re-optimize both (numba links
+a kernel's callees into its own code) and cost ~2 CPU-s more on a first run
+(BENCHMARKS "Issue 17 → Fewer numba compiles").
 
 The brute-force twin is `viterbi_reference.py`; tests cross-check the two.
 """
@@ -43,7 +48,7 @@ DEFAULT_MAX_UNARY_CHAIN = 3
 DEFAULT_CFG_K = 16
 DEFAULT_MAX_OUTPUT_LEN = 10_000  # longer outputs (copy blow-up) are dropped
 DEFAULT_MAX_SOURCE_LEN = forest_lib.DEFAULT_MAX_SOURCE_LEN
-DEFAULT_MAX_CHART_BYTES = 2 << 30  # per chunk of inputs: 2 GiB
+DEFAULT_MAX_CHART_BYTES = 2 << 30  # per input: 2 GiB
 
 Derivation = Tuple[int, Tuple[Any, ...]]  # (rule id, child derivations)
 
@@ -370,63 +375,42 @@ def _target(node_rule, node_child, tgt_sym, tgt_len, max_len):
 
 
 @numba.njit(cache=True)
-def parse_kernel(n_tok, e_off, e_rule, e_parent, e_child, num_nts, is_unary,
-                 ctx_index, log_p, tgt_sym, tgt_len, k, max_chain, max_len):
-  """k-best Viterbi over a batch of source charts (input b: n_tok[b] tokens,
-  edges e_off[b]:e_off[b + 1]; n_tok[b] = 0 for no chart). Returns, per root
-  hypothesis (best first, grouped by input via hyp_off): its score, output
-  ids and preorder derivation nodes."""
-  num_inputs = n_tok.shape[0]
+def _hypotheses(n, e_rule, e_child, num_nts, ctx_index, ctx_local, nc,
+                p_score, p_code, p_rank, p_cnt, top, slot_of, tgt_sym,
+                tgt_len, max_len):
+  """The root hypotheses of one input's chart (best first) whose outputs
+  have at most max_len tokens: their scores, output ids and preorder
+  derivation nodes, concatenated (offsets per hypothesis)."""
   width = e_child.shape[1]
-  num_ctx = log_p.shape[0]
-  ctx_local = np.full(num_ctx, -1, np.int64)
-  ctx_list = np.empty(num_ctx, np.int64)
-  hyp_off = np.zeros(num_inputs + 1, np.int64)
-  hyp_score = np.empty(16, np.float64)
-  tgt_off = np.zeros(17, np.int64)
-  tgt_ids = np.empty(64, np.int32)
-  node_off = np.zeros(17, np.int64)
-  node_rule = np.empty(64, np.int32)
-  node_child = np.empty((64, width), np.int32)
+  root_slot = slot_of[n * nc]
+  num = p_cnt[root_slot, top[root_slot]]
+  score = np.empty(num, np.float64)
+  tgt_off = np.zeros(num + 1, np.int64)
+  node_off = np.zeros(num + 1, np.int64)
+  tgt_ids = np.empty(0, np.int32)
+  node_rule = np.empty(0, np.int32)
+  node_child = np.empty((0, width), np.int32)
   nh = 0
-  for b in range(num_inputs):
-    n = n_tok[b]
-    if n > 0:
-      e0, e1 = e_off[b], e_off[b + 1]
-      p_score, p_code, p_rank, p_cnt, top, slot_of, nc = _chart(
-          n, e_rule[e0:e1], e_parent[e0:e1], e_child[e0:e1], num_nts,
-          is_unary, ctx_index, log_p, k, max_chain, ctx_local, ctx_list)
-      root_slot = slot_of[n * nc]
-      for h in range(p_cnt[root_slot, top[root_slot]]):
-        rules, children = _derivation(
-            h, n, e_rule[e0:e1], e_child[e0:e1], num_nts, ctx_index,
-            ctx_local, nc, p_code, p_rank, top, slot_of, width)
-        ids, ok = _target(rules, children, tgt_sym, tgt_len, max_len)
-        if not ok:
-          continue
-        hyp_score = _grow(hyp_score, nh + 1)
-        tgt_off = _grow(tgt_off, nh + 2)
-        node_off = _grow(node_off, nh + 2)
-        hyp_score[nh] = p_score[root_slot, top[root_slot], h]
-        t0, m0 = tgt_off[nh], node_off[nh]
-        tgt_ids = _grow(tgt_ids, t0 + ids.shape[0])
-        for q in range(ids.shape[0]):
-          tgt_ids[t0 + q] = ids[q]
-        tgt_off[nh + 1] = t0 + ids.shape[0]
-        node_rule = _grow(node_rule, m0 + rules.shape[0])
-        node_child = _grow(node_child, m0 + rules.shape[0])
-        for q in range(rules.shape[0]):
-          node_rule[m0 + q] = rules[q]
-          for a in range(width):
-            node_child[m0 + q, a] = children[q, a]
-        node_off[nh + 1] = m0 + rules.shape[0]
-        nh += 1
-      for cl in range(nc):
-        ctx_local[ctx_list[cl]] = -1
-    hyp_off[b + 1] = nh
-  return (hyp_off, hyp_score[:nh], tgt_off[:nh + 1],
-          tgt_ids[:tgt_off[nh]], node_off[:nh + 1], node_rule[:node_off[nh]],
-          node_child[:node_off[nh]])
+  for h in range(num):
+    rules, children = _derivation(
+        h, n, e_rule, e_child, num_nts, ctx_index, ctx_local, nc, p_code,
+        p_rank, top, slot_of, width)
+    ids, ok = _target(rules, children, tgt_sym, tgt_len, max_len)
+    if not ok:
+      continue
+    score[nh] = p_score[root_slot, top[root_slot], h]
+    t0, m0 = tgt_off[nh], node_off[nh]
+    tgt_off[nh + 1] = t0 + ids.shape[0]
+    node_off[nh + 1] = m0 + rules.shape[0]
+    if nh == 0:  # The usual case (k = 1): no copies.
+      tgt_ids, node_rule, node_child = ids, rules, children
+    else:
+      tgt_ids = np.concatenate((tgt_ids[:t0], ids))
+      node_rule = np.concatenate((node_rule[:m0], rules))
+      node_child = np.concatenate((node_child[:m0], children))
+    nh += 1
+  return score[:nh], tgt_off[:nh + 1], tgt_ids, node_off[:nh + 1], \
+      node_rule, node_child
 
 
 @dataclasses.dataclass(frozen=True)
@@ -482,9 +466,8 @@ def chart_bytes(n: int, num_edges: int, num_contexts: int, width: int,
 
 def _chart_contexts(e_rule, num_nts, ctx_index) -> int:
   """The number of contexts `_chart` numbers for these edges (with ROOT)."""
-  used = np.unique(e_rule)
-  mask = np.arange(ctx_index.shape[1])[None, :] < num_nts[used][:, None]
-  return 1 + np.unique(ctx_index[used][mask]).size
+  used = np.arange(ctx_index.shape[1]) < num_nts[e_rule][:, None]
+  return 1 + np.count_nonzero(np.bincount(ctx_index[e_rule][used]))
 
 
 def _too_long(reason: str, index: int, skip_too_long: bool,
@@ -495,61 +478,39 @@ def _too_long(reason: str, index: int, skip_too_long: bool,
   return reason
 
 
-def _chart_chunks(model: "_Model", inputs, k: int, levels: int,
-                  max_source_len: int, max_chart_bytes: int,
-                  skip_too_long: bool, source: Optional[str],
-                  skipped: dict):
-  """Source charts of the inputs, concatenated for `parse_kernel` in chunks
-  whose edges fit max_chart_bytes: yields (first, last + 1, n_tok, e_off,
-  e_rule, e_parent, e_child). Too long inputs get no chart; their reason
-  goes to `skipped` (or raises, see `_too_long`)."""
+def _source_charts(model: "_Model", inputs, k: int, levels: int,
+                   max_source_len: int, max_chart_bytes: int,
+                   skip_too_long: bool, source: Optional[str],
+                   skipped: dict):
+  """The source chart of each input whose root span derives: yields (input
+  index, n, e_rule, e_parent, e_child). Too long inputs get no chart; their
+  reason goes to `skipped` (or raises, see `_too_long`)."""
   grammar = model.grammar
   width = max(grammar.max_nts, 1)
   present = forest_lib.source_chart_scratch(grammar)
-  cat = lambda xs, empty: np.concatenate(xs) if xs else empty
-
-  def chunk(first, last, n_tok, rules, parents, children, sizes):
-    return (first, last, np.asarray(n_tok, np.int64), np.cumsum(sizes),
-            cat(rules, np.zeros(0, np.int32)),
-            cat(parents, np.zeros(0, np.int64)),
-            cat(children, np.zeros((0, width), np.int64)))
-
-  first, held = 0, 0
-  n_tok, rules, parents, children, sizes = [], [], [], [], [0]
   for b, x in enumerate(inputs):
     tokens = x.split() if isinstance(x, str) else list(x)
-    n = 0
     if len(tokens) > max_source_len:
       skipped[b] = _too_long(f"{len(tokens)} tokens, more than "
                              f"{max_source_len}", b, skip_too_long, source)
-    elif tokens:
-      has, e_rule, e_parent, e_child = forest_lib.source_chart(
-          grammar, tokens, present)
-      if has[len(tokens)]:  # The root span (0, n).
-        need = chart_bytes(
-            len(tokens), len(e_rule),
-            _chart_contexts(e_rule, grammar.num_nts, model.ctx_index),
-            width, levels, k)
-        if need > max_chart_bytes:
-          skipped[b] = _too_long(
-              f"its chart needs about {need / 2**30:.2f} GiB, more than "
-              f"max_chart_bytes ({max_chart_bytes / 2**30:.2f} GiB)", b,
-              skip_too_long, source)
-        else:
-          edge_bytes = len(e_rule) * (12 + 8 * width)
-          if held and held + edge_bytes > max_chart_bytes // 2:
-            # Flush, so the batch's edges never outgrow the budget.
-            yield chunk(first, b, n_tok, rules, parents, children, sizes)
-            first, held = b, 0
-            n_tok, rules, parents, children, sizes = [], [], [], [], [0]
-          held += edge_bytes
-          n = len(tokens)
-          rules.append(e_rule)
-          parents.append(e_parent)
-          children.append(e_child)
-    n_tok.append(n)
-    sizes.append(len(rules[-1]) if n else 0)
-  yield chunk(first, len(inputs), n_tok, rules, parents, children, sizes)
+      continue
+    if not tokens:
+      continue
+    has, e_rule, e_parent, e_child = forest_lib.source_chart(
+        grammar, tokens, present)
+    if not has[len(tokens)]:  # The root span (0, n).
+      continue
+    need = chart_bytes(
+        len(tokens), len(e_rule),
+        _chart_contexts(e_rule, grammar.num_nts, model.ctx_index), width,
+        levels, k)
+    if need > max_chart_bytes:
+      skipped[b] = _too_long(
+          f"its chart needs about {need / 2**30:.2f} GiB, more than "
+          f"max_chart_bytes ({max_chart_bytes / 2**30:.2f} GiB)", b,
+          skip_too_long, source)
+      continue
+    yield b, len(tokens), e_rule, e_parent, e_child
 
 
 def _nested(rules: List[int], children: List[List[int]]) -> Derivation:
@@ -582,27 +543,29 @@ def kbest_batch(rules, encoded_grammar: QCFGArrays, log_p, ctx_index,
   g = model.grammar
   skipped = {} if skipped is None else skipped
   words = model.target_words
-  out = []
-  for first, last, n_tok, e_off, e_rule, e_parent, e_child in _chart_chunks(
+  out: List[List[ParseResult]] = [[] for _ in inputs]
+  ctx_local = np.full(model.log_p.shape[0], -1, np.int64)
+  ctx_list = np.empty(model.log_p.shape[0], np.int64)
+  for b, n, e_rule, e_parent, e_child in _source_charts(
       model, inputs, k, max_unary_chain + 1, max_source_len,
       max_chart_bytes, skip_too_long, source, skipped):
-    hyp_off, score, tgt_off, tgt_ids, node_off, node_rule, node_child = (
-        parse_kernel(n_tok, e_off, e_rule, e_parent, e_child,
-                     g.num_nts, model.is_unary, model.ctx_index, model.log_p,
-                     g.tgt_sym, g.tgt_len, k, max_unary_chain,
-                     max_output_len))
+    p_score, p_code, p_rank, p_cnt, top, slot_of, nc = _chart(
+        n, e_rule, e_parent, e_child, g.num_nts, model.is_unary,
+        model.ctx_index, model.log_p, k, max_unary_chain, ctx_local,
+        ctx_list)
+    score, tgt_off, tgt_ids, node_off, node_rule, node_child = _hypotheses(
+        n, e_rule, e_child, g.num_nts, model.ctx_index, ctx_local, nc,
+        p_score, p_code, p_rank, p_cnt, top, slot_of, g.tgt_sym, g.tgt_len,
+        max_output_len)
+    ctx_local[ctx_list[:nc]] = -1
     tgt_ids, node_rule = tgt_ids.tolist(), node_rule.tolist()
     node_child, score = node_child.tolist(), score.tolist()
-    hyp_off, tgt_off, node_off = (hyp_off.tolist(), tgt_off.tolist(),
-                                  node_off.tolist())
-    for b in range(last - first):
-      hyps = []
-      for h in range(hyp_off[b], hyp_off[b + 1]):
-        target = tuple(words[i] for i in tgt_ids[tgt_off[h]:tgt_off[h + 1]])
-        m0, m1 = node_off[h], node_off[h + 1]
-        hyps.append(ParseResult(target, score[h],
-                                _nested(node_rule[m0:m1], node_child[m0:m1])))
-      out.append(hyps)
+    tgt_off, node_off = tgt_off.tolist(), node_off.tolist()
+    for h, h_score in enumerate(score):
+      target = tuple(words[i] for i in tgt_ids[tgt_off[h]:tgt_off[h + 1]])
+      m0, m1 = node_off[h], node_off[h + 1]
+      out[b].append(ParseResult(target, h_score, _nested(
+          node_rule[m0:m1], node_child[m0:m1])))
   return out
 
 
@@ -614,8 +577,7 @@ def parse_batch(rules, encoded_grammar: QCFGArrays, log_p, ctx_index,
                 max_chart_bytes: int = DEFAULT_MAX_CHART_BYTES,
                 skip_too_long: bool = False, source: Optional[str] = None
                 ) -> List[ParseResult]:
-  """`parse` of many inputs; the DP runs in few Numba calls (one per chunk
-  of max_chart_bytes). Skipped inputs (skip_too_long) have no parse and say
+  """`parse` of many inputs. Skipped inputs (skip_too_long) have no parse and say
   why in `ParseResult.skipped`; count them with `num_skipped`."""
   if k is None:
     k = 1 if output_cfg is None else DEFAULT_CFG_K

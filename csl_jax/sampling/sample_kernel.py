@@ -54,8 +54,8 @@ def _spell_tree(count, node_rule, node_child, src_sym, src_len, tgt_sym,
                 max_len):
   """Both strings of every node, bottom-up (children have larger ids than
   their parents); False if they do not fit or exceed max_len."""
-  pos_s = 0
-  pos_t = 0
+  pos_s = np.int64(0)  # not literals: one compiled _spell
+  pos_t = np.int64(0)
   for v in range(count - 1, -1, -1):
     r = node_rule[v]
     s_start[v] = pos_s
