@@ -387,9 +387,9 @@ def _hypotheses(n, e_rule, e_child, num_nts, ctx_index, ctx_local, nc,
   score = np.empty(num, np.float64)
   tgt_off = np.zeros(num + 1, np.int64)
   node_off = np.zeros(num + 1, np.int64)
-  tgt_ids = np.empty(0, np.int32)
-  node_rule = np.empty(0, np.int32)
-  node_child = np.empty((0, width), np.int32)
+  tgt_ids = np.empty(64, np.int32)
+  node_rule = np.empty(64, np.int32)
+  node_child = np.empty((64, width), np.int32)
   nh = 0
   for h in range(num):
     rules, children = _derivation(
@@ -400,17 +400,21 @@ def _hypotheses(n, e_rule, e_child, num_nts, ctx_index, ctx_local, nc,
       continue
     score[nh] = p_score[root_slot, top[root_slot], h]
     t0, m0 = tgt_off[nh], node_off[nh]
+    tgt_ids = _grow(tgt_ids, t0 + ids.shape[0])
+    for q in range(ids.shape[0]):
+      tgt_ids[t0 + q] = ids[q]
     tgt_off[nh + 1] = t0 + ids.shape[0]
+    node_rule = _grow(node_rule, m0 + rules.shape[0])
+    node_child = _grow(node_child, m0 + rules.shape[0])
+    for q in range(rules.shape[0]):
+      node_rule[m0 + q] = rules[q]
+      for a in range(width):
+        node_child[m0 + q, a] = children[q, a]
     node_off[nh + 1] = m0 + rules.shape[0]
-    if nh == 0:  # The usual case (k = 1): no copies.
-      tgt_ids, node_rule, node_child = ids, rules, children
-    else:
-      tgt_ids = np.concatenate((tgt_ids[:t0], ids))
-      node_rule = np.concatenate((node_rule[:m0], rules))
-      node_child = np.concatenate((node_child[:m0], children))
     nh += 1
-  return score[:nh], tgt_off[:nh + 1], tgt_ids, node_off[:nh + 1], \
-      node_rule, node_child
+  return (score[:nh], tgt_off[:nh + 1], tgt_ids[:tgt_off[nh]],
+          node_off[:nh + 1], node_rule[:node_off[nh]],
+          node_child[:node_off[nh]])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -500,10 +504,14 @@ def _source_charts(model: "_Model", inputs, k: int, levels: int,
         grammar, tokens, present)
     if not has[len(tokens)]:  # The root span (0, n).
       continue
-    need = chart_bytes(
-        len(tokens), len(e_rule),
-        _chart_contexts(e_rule, grammar.num_nts, model.ctx_index), width,
-        levels, k)
+    # The contexts counted only when a bound on them does not fit.
+    bound = min(model.log_p.shape[0], 1 + len(e_rule) * width)
+    need = chart_bytes(len(tokens), len(e_rule), bound, width, levels, k)
+    if need > max_chart_bytes:
+      need = chart_bytes(
+          len(tokens), len(e_rule),
+          _chart_contexts(e_rule, grammar.num_nts, model.ctx_index), width,
+          levels, k)
     if need > max_chart_bytes:
       skipped[b] = _too_long(
           f"its chart needs about {need / 2**30:.2f} GiB, more than "
@@ -518,6 +526,56 @@ def _nested(rules: List[int], children: List[List[int]]) -> Derivation:
   for v in range(len(rules) - 1, -1, -1):
     built[v] = (rules[v], tuple(built[c] for c in children[v] if c >= 0))
   return built[0]
+
+
+class _Hypotheses:
+  """One input's root hypotheses, best first, as the kernel returns them:
+  their outputs and scores, and the derivation of one built on demand (a
+  nested tuple per node; building every hypothesis's was most of a parse
+  with an output CFG, which keeps one)."""
+
+  def __init__(self, words, score, tgt_off, tgt_ids, node_off, node_rule,
+               node_child):
+    tgt_ids, tgt_off = tgt_ids.tolist(), tgt_off.tolist()
+    self.targets = [tuple(words[i] for i in tgt_ids[tgt_off[h]:tgt_off[h + 1]])
+                    for h in range(len(score))]
+    self.scores = score.tolist()
+    self._nodes = (node_off, node_rule, node_child)
+
+  def result(self, h: int) -> ParseResult:
+    if not isinstance(self._nodes[0], list):
+      self._nodes = tuple(a.tolist() for a in self._nodes)
+    node_off, node_rule, node_child = self._nodes
+    m0, m1 = node_off[h], node_off[h + 1]
+    return ParseResult(self.targets[h], self.scores[h], _nested(
+        node_rule[m0:m1], node_child[m0:m1]))
+
+
+def _each_input(rules, encoded_grammar: QCFGArrays, log_p, ctx_index,
+                inputs: Sequence, k: int, max_unary_chain: int,
+                max_output_len: int, max_source_len: int,
+                max_chart_bytes: int, skip_too_long: bool,
+                source: Optional[str], skipped: dict):
+  """(index, `_Hypotheses`) of each input with a chart (see kbest_batch)."""
+  if k < 1 or max_unary_chain < 0:
+    raise ValueError("need k >= 1 and max_unary_chain >= 0")
+  model = _model(rules, encoded_grammar, log_p, ctx_index)
+  g = model.grammar
+  ctx_local = np.full(model.log_p.shape[0], -1, np.int64)
+  ctx_list = np.empty(model.log_p.shape[0], np.int64)
+  for b, n, e_rule, e_parent, e_child in _source_charts(
+      model, inputs, k, max_unary_chain + 1, max_source_len,
+      max_chart_bytes, skip_too_long, source, skipped):
+    p_score, p_code, p_rank, p_cnt, top, slot_of, nc = _chart(
+        n, e_rule, e_parent, e_child, g.num_nts, model.is_unary,
+        model.ctx_index, model.log_p, k, max_unary_chain, ctx_local,
+        ctx_list)
+    found = _hypotheses(
+        n, e_rule, e_child, g.num_nts, model.ctx_index, ctx_local, nc,
+        p_score, p_code, p_rank, p_cnt, top, slot_of, g.tgt_sym, g.tgt_len,
+        max_output_len)
+    ctx_local[ctx_list[:nc]] = -1
+    yield b, _Hypotheses(model.target_words, *found)
 
 
 def kbest_batch(rules, encoded_grammar: QCFGArrays, log_p, ctx_index,
@@ -537,35 +595,12 @@ def kbest_batch(rules, encoded_grammar: QCFGArrays, log_p, ctx_index,
   number; with skip_too_long it gets no derivations and its reason is put
   in `skipped` (index -> reason).
   """
-  if k < 1 or max_unary_chain < 0:
-    raise ValueError("need k >= 1 and max_unary_chain >= 0")
-  model = _model(rules, encoded_grammar, log_p, ctx_index)
-  g = model.grammar
-  skipped = {} if skipped is None else skipped
-  words = model.target_words
   out: List[List[ParseResult]] = [[] for _ in inputs]
-  ctx_local = np.full(model.log_p.shape[0], -1, np.int64)
-  ctx_list = np.empty(model.log_p.shape[0], np.int64)
-  for b, n, e_rule, e_parent, e_child in _source_charts(
-      model, inputs, k, max_unary_chain + 1, max_source_len,
-      max_chart_bytes, skip_too_long, source, skipped):
-    p_score, p_code, p_rank, p_cnt, top, slot_of, nc = _chart(
-        n, e_rule, e_parent, e_child, g.num_nts, model.is_unary,
-        model.ctx_index, model.log_p, k, max_unary_chain, ctx_local,
-        ctx_list)
-    score, tgt_off, tgt_ids, node_off, node_rule, node_child = _hypotheses(
-        n, e_rule, e_child, g.num_nts, model.ctx_index, ctx_local, nc,
-        p_score, p_code, p_rank, p_cnt, top, slot_of, g.tgt_sym, g.tgt_len,
-        max_output_len)
-    ctx_local[ctx_list[:nc]] = -1
-    tgt_ids, node_rule = tgt_ids.tolist(), node_rule.tolist()
-    node_child, score = node_child.tolist(), score.tolist()
-    tgt_off, node_off = tgt_off.tolist(), node_off.tolist()
-    for h, h_score in enumerate(score):
-      target = tuple(words[i] for i in tgt_ids[tgt_off[h]:tgt_off[h + 1]])
-      m0, m1 = node_off[h], node_off[h + 1]
-      out[b].append(ParseResult(target, h_score, _nested(
-          node_rule[m0:m1], node_child[m0:m1])))
+  for b, hyps in _each_input(
+      rules, encoded_grammar, log_p, ctx_index, inputs, k, max_unary_chain,
+      max_output_len, max_source_len, max_chart_bytes, skip_too_long,
+      source, {} if skipped is None else skipped):
+    out[b] = [hyps.result(h) for h in range(len(hyps.scores))]
   return out
 
 
@@ -577,32 +612,27 @@ def parse_batch(rules, encoded_grammar: QCFGArrays, log_p, ctx_index,
                 max_chart_bytes: int = DEFAULT_MAX_CHART_BYTES,
                 skip_too_long: bool = False, source: Optional[str] = None
                 ) -> List[ParseResult]:
-  """`parse` of many inputs. Skipped inputs (skip_too_long) have no parse and say
-  why in `ParseResult.skipped`; count them with `num_skipped`."""
+  """`parse` of many inputs. Skipped inputs (skip_too_long) have no parse
+  and say why in `ParseResult.skipped`; count them with `num_skipped`."""
   if k is None:
     k = 1 if output_cfg is None else DEFAULT_CFG_K
-  results = []
+  results = [NO_PARSE] * len(inputs)
   accepted = {}  # output -> recognized, shared by hypotheses and inputs
   skipped = {}
-  for b, hyps in enumerate(kbest_batch(
+  for b, hyps in _each_input(
       rules, encoded_grammar, log_p, ctx_index, inputs, k, max_unary_chain,
-      max_output_len, max_source_len=max_source_len,
-      max_chart_bytes=max_chart_bytes, skip_too_long=skip_too_long,
-      source=source, skipped=skipped)):
-    best = NO_PARSE
-    if b in skipped:
-      results.append(ParseResult(None, float("-inf"), None, skipped[b]))
-      continue
-    for hyp in hyps:
-      if output_cfg is None:
-        best = hyp
-        break
-      if hyp.target not in accepted:
-        accepted[hyp.target] = output_cfg.recognizes(hyp.target)
-      if accepted[hyp.target]:
-        best = hyp
-        break
-    results.append(best)
+      max_output_len, max_source_len, max_chart_bytes, skip_too_long,
+      source, skipped):
+    for h, target in enumerate(hyps.targets):
+      if output_cfg is not None:
+        if target not in accepted:
+          accepted[target] = output_cfg.recognizes(target)
+        if not accepted[target]:
+          continue
+      results[b] = hyps.result(h)
+      break
+  for b, reason in skipped.items():
+    results[b] = ParseResult(None, float("-inf"), None, reason)
   return results
 
 
