@@ -46,10 +46,22 @@ def _wait_for(kernel, timeout: float = 60.0) -> None:
 _MARK = ".ahead"  # beside a kernel's index: the side process is compiling it
 
 
+def _marks(kernels):
+  return [_index(k) + _MARK for k in kernels if _index(k)]
+
+
+def _unmark(marks) -> None:
+  for mark in marks:
+    try:
+      os.remove(mark)
+    except OSError:
+      pass
+
+
 @contextlib.contextmanager
 def _compiling(*kernels):
   """Marks `kernels` as being compiled by this (side) process."""
-  marks = [_index(k) + _MARK for k in kernels if _index(k)]
+  marks = _marks(kernels)
   for mark in marks:
     try:  # best effort: without it the stages compile what they need
       with open(mark, "w", encoding="utf-8"):
@@ -59,11 +71,7 @@ def _compiling(*kernels):
   try:
     yield
   finally:
-    for mark in marks:
-      try:
-        os.remove(mark)
-      except OSError:
-        pass
+    _unmark(marks)
 
 
 def _side_kernels():
@@ -136,6 +144,7 @@ def main(beside_search: bool = False) -> None:
   from csl_jax.sampling import sampler
   from csl_jax.testing import models
   # pylint: enable=g-import-not-at-top
+  _unmark(_marks(_side_kernels()))  # left by a killed side process
   rules = models.TOY_RULES
   (unify, supersets, forests, source_chart, chart, hypotheses,
    sample_batch) = _side_kernels()
