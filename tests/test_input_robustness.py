@@ -215,6 +215,7 @@ def test_parse_of_a_batch_equals_each_input_alone():
   alone = [viterbi.parse(*_parse_args(m), x) for x in inputs]
   assert batch == alone
   assert [r.parsed for r in batch[:5]] == [True, True, True, False, True]
+  assert viterbi.parse_batch(*_parse_args(m), iter(inputs)) == batch
   kbest = viterbi.kbest_batch(*_parse_args(m), inputs, k=4)
   assert kbest == [viterbi.kbest_batch(*_parse_args(m), [x], k=4)[0]
                    for x in inputs]

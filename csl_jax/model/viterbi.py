@@ -540,15 +540,13 @@ class _Hypotheses:
     self.targets = [tuple(words[i] for i in tgt_ids[tgt_off[h]:tgt_off[h + 1]])
                     for h in range(len(score))]
     self.scores = score.tolist()
-    self._nodes = (node_off, node_rule, node_child)
+    self._node_off = node_off.tolist()
+    self._node_rule, self._node_child = node_rule.tolist(), node_child.tolist()
 
   def result(self, h: int) -> ParseResult:
-    if not isinstance(self._nodes[0], list):
-      self._nodes = tuple(a.tolist() for a in self._nodes)
-    node_off, node_rule, node_child = self._nodes
-    m0, m1 = node_off[h], node_off[h + 1]
+    m0, m1 = self._node_off[h], self._node_off[h + 1]
     return ParseResult(self.targets[h], self.scores[h], _nested(
-        node_rule[m0:m1], node_child[m0:m1]))
+        self._node_rule[m0:m1], self._node_child[m0:m1]))
 
 
 def _each_input(rules, encoded_grammar: QCFGArrays, log_p, ctx_index,
@@ -595,6 +593,7 @@ def kbest_batch(rules, encoded_grammar: QCFGArrays, log_p, ctx_index,
   number; with skip_too_long it gets no derivations and its reason is put
   in `skipped` (index -> reason).
   """
+  inputs = list(inputs)
   out: List[List[ParseResult]] = [[] for _ in inputs]
   for b, hyps in _each_input(
       rules, encoded_grammar, log_p, ctx_index, inputs, k, max_unary_chain,
@@ -616,6 +615,7 @@ def parse_batch(rules, encoded_grammar: QCFGArrays, log_p, ctx_index,
   and say why in `ParseResult.skipped`; count them with `num_skipped`."""
   if k is None:
     k = 1 if output_cfg is None else DEFAULT_CFG_K
+  inputs = list(inputs)
   results = [NO_PARSE] * len(inputs)
   accepted = {}  # output -> recognized, shared by hypotheses and inputs
   skipped = {}
