@@ -47,7 +47,7 @@ _MARK = ".ahead"  # beside a kernel's index: the side process is compiling it
 
 
 def _marks(kernels):
-  return [_index(k) + _MARK for k in kernels if _index(k)]
+  return [index + _MARK for index in map(_index, kernels) if index]
 
 
 def _unmark(marks) -> None:
@@ -163,6 +163,7 @@ def main(beside_search: bool = False) -> None:
     model.parse(["walk twice and run", "run"])
   with _compiling(sample_batch):
     sampler.sample(model, 50, sampler.SampleConfig(max_depth=3))
+
 
 if __name__ == "__main__":
   main(_BESIDE_SEARCH in sys.argv[1:])
