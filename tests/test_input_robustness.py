@@ -6,7 +6,6 @@ import os
 import sys
 import time
 
-import numpy as np
 import pytest
 
 from csl_jax import progress as progress_lib
