@@ -177,7 +177,6 @@ def run_cell(bundle: str, cell: str, progress: bool = False
   """Trains (resuming) and decodes one cell; writes its outputs."""
   # pylint: disable=g-import-not-at-top
   import jax
-  import jax.numpy as jnp
   import optax
   from flax.training import train_state
   from csl_jax.seq2seq import decode
@@ -226,20 +225,14 @@ def run_cell(bundle: str, cell: str, progress: bool = False
       apply_fn=model.apply, params=params, tx=optax.identity()), replicated)
   start = time.time()
   batch_size = spec["decode_batch_size"]
-  rows = decode.batch_rows(batch_size)
   parts, predicted = {}, {}
   for part, rel in spec["eval"].items():
     data = arrays.load(os.path.join(bundle, rel))
     n = len(data["inputs"])
-    ids: List[List[int]] = []
-    for first in range(0, n, batch_size):
-      index = np.arange(first, min(n, first + batch_size))
-      inputs = np.zeros((rows, lengths["inputs"]), np.int32)
-      inputs[:len(index)] = data["inputs"].padded(index, lengths["inputs"])
-      ids += decode.strip_eos(decode.predict(
-          model, params, jnp.asarray(inputs), lengths["targets"],
-          spec["beam_size"]))[:len(index)]
-    predicted[part] = arrays.Ragged.from_rows(ids)
+    inputs = [data["inputs"].row(i)[:lengths["inputs"]] for i in range(n)]
+    predicted[part] = arrays.Ragged.from_rows(decode.predict_ids(
+        model, params, inputs, lengths["inputs"], lengths["targets"],
+        batch_size, spec["beam_size"]))
     parts[part] = {"num_examples": n, "perplexity": _perplexity(
         state, data, lengths, batch_size, data_sharding)}
   arrays.save(os.path.join(directory, PREDICTIONS_FILE), predicted)

@@ -143,14 +143,22 @@ def beam_search_cached(model, params, inputs, max_len: int, beam_size: int):
     rows = (beam + k * jnp.arange(batch)[:, None]).reshape(-1)
     return state, jax.tree_util.tree_map(lambda a: a[rows], cache)
 
-  state = step(0, _start_beams(batch, k, max_len), None,
-               jnp.zeros((batch * k,), jnp.int32))
+  state, cache = step(0, _start_beams(batch, k, max_len), None,
+                      jnp.zeros((batch * k,), jnp.int32))
 
-  def body(i, carry):
-    state, cache = carry
-    return step(i, state, cache, state[0][:, :, i - 1].reshape(-1))
+  # Once every beam is done the state no longer changes (a finished beam
+  # extends only with padding, at no cost), so the loop stops there.
+  def cond(carry):
+    i, (_, _, done), _ = carry
+    return (i < max_len) & ~jnp.all(done)
 
-  (outputs, scores, _), _ = jax.lax.fori_loop(1, max_len, body, state)
+  def body(carry):
+    i, state, cache = carry
+    state, cache = step(i, state, cache, state[0][:, :, i - 1].reshape(-1))
+    return i + 1, state, cache
+
+  _, (outputs, scores, _), _ = jax.lax.while_loop(cond, body,
+                                                  (1, state, cache))
   return outputs[:, 0], scores[:, 0]  # top_k sorts, best first.
 
 
@@ -203,6 +211,36 @@ def batch_rows(batch_size: int) -> int:
   return rows + (-rows % jax.local_device_count())
 
 
+def predict_ids(model, params, inputs: Sequence[Sequence[int]],
+                max_input_len: int, max_target_len: int, batch_size: int = 64,
+                beam_size: int = 1, progress: bool = False
+                ) -> List[List[int]]:
+  """Decoded ids (before EOS) of every input's ids, in input order.
+
+  Batches take the inputs longest first, so each holds inputs of similar
+  length and its loop stops when its own outputs are done instead of when
+  the longest output of a random batch is; a batch's padding rows copy its
+  last input, so they finish with it. Each row's outputs do not depend on
+  the other rows of its batch (tests compare with data order).
+  """
+  order = sorted(range(len(inputs)), key=lambda i: -len(inputs[i]))
+  rows = batch_rows(batch_size)
+  out: List[List[int]] = [[] for _ in inputs]
+  for start in progress_lib.progress(range(0, len(order), batch_size),
+                                     disable=not progress, desc="decode",
+                                     unit="batch"):
+    chunk = order[start:start + batch_size]
+    batch = np.zeros((rows, max_input_len), np.int32)
+    for j in range(rows):
+      ids = inputs[chunk[min(j, len(chunk) - 1)]]
+      batch[j, :len(ids)] = ids
+    tokens = strip_eos(predict(model, params, jnp.asarray(batch),
+                               max_target_len, beam_size))
+    for i, ids in zip(chunk, tokens):
+      out[i] = ids
+  return out
+
+
 def translate(model, params, vocabulary, texts: Sequence[str],
               max_input_len: int, max_target_len: int, batch_size: int = 64,
               beam_size: int = 1, progress: bool = False
@@ -210,22 +248,12 @@ def translate(model, params, vocabulary, texts: Sequence[str],
   """Decodes raw texts (e.g. backtranslation: sampled programs into
   utterances), tokenized as the tasks do (`append_eos_after_trim`). Returns
   the decoded texts and how many inputs were cut to max_input_len."""
-  rows = batch_rows(batch_size)
-  out, cut = [], 0
-  for start in progress_lib.progress(range(0, len(texts), batch_size),
-                                     disable=not progress, desc="decode",
-                                     unit="batch"):
-    chunk = texts[start:start + batch_size]
-    inputs = np.zeros((rows, max_input_len), np.int32)
-    for j, text in enumerate(chunk):
-      ids = list(vocabulary.encode(text))
-      cut += len(ids) > max_input_len - 1
-      ids = ids[:max_input_len - 1] + [EOS_ID]
-      inputs[j, :len(ids)] = ids
-    tokens = strip_eos(predict(model, params, jnp.asarray(inputs),
-                               max_target_len, beam_size))
-    out += [vocabulary.decode(ids) for ids in tokens[:len(chunk)]]
-  return out, cut
+  inputs = [list(vocabulary.encode(text)) for text in texts]
+  cut = sum(len(ids) > max_input_len - 1 for ids in inputs)
+  inputs = [ids[:max_input_len - 1] + [EOS_ID] for ids in inputs]
+  tokens = predict_ids(model, params, inputs, max_input_len, max_target_len,
+                       batch_size, beam_size, progress)
+  return [vocabulary.decode(ids) for ids in tokens], cut
 
 
 def evaluate(model, params, task_name: str, split: str,
@@ -237,16 +265,9 @@ def evaluate(model, params, task_name: str, split: str,
   Metrics are the task's own metric functions over its postprocessed text.
   """
   examples = split_examples(task_name, split, feature_lengths)
-  predicted = []
-  rows = batch_rows(batch_size)
-  for start in range(0, len(examples), batch_size):
-    chunk = examples[start:start + batch_size]
-    inputs = np.zeros((rows, feature_lengths["inputs"]), np.int32)
-    for j, ex in enumerate(chunk):
-      inputs[j, :len(ex["inputs"])] = ex["inputs"]
-    predicted += strip_eos(predict(model, params, jnp.asarray(inputs),
-                                   feature_lengths["targets"],
-                                   beam_size))[:len(chunk)]
+  predicted = predict_ids(model, params, [ex["inputs"] for ex in examples],
+                          feature_lengths["inputs"],
+                          feature_lengths["targets"], batch_size, beam_size)
   return score_predictions(task_name, examples, predicted)
 
 
