@@ -66,7 +66,7 @@ def main():
     got = decode.predict_ids(model, params, inputs, config.max_input_len,
                              config.max_target_len, args.batch_size, beam)
     ordered = time.time() - start
-    print(f"beam {beam}: {len(inputs)} inputs, data order {plain:.1f} s "
+    print(f"beam {beam}: {len(inputs)} inputs, data order {plain:.1f} s, "
           f"longest first {ordered:.1f} s = "
           f"{plain / ordered:.2f}x, same outputs: {got == want}", flush=True)
 
