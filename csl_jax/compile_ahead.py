@@ -78,13 +78,14 @@ def _side_kernels():
   """The kernels the stages call that the side process compiles."""
   # pylint: disable=g-import-not-at-top,protected-access
   from csl_jax.cky import qcfg_kernel
+  from csl_jax.induction import prune
   from csl_jax.induction import terminal_index_kernel
   from csl_jax.induction import unify_kernel
   from csl_jax.model import viterbi
   from csl_jax.sampling import sample_kernel
   return (unify_kernel.unify_partners, terminal_index_kernel.supersets,
-          qcfg_kernel.forest_batch, qcfg_kernel.source_chart, viterbi._chart,
-          viterbi._hypotheses, sample_kernel.sample_batch)
+          qcfg_kernel.forest_batch, prune.roots_alive, qcfg_kernel.source_chart,
+          viterbi._chart, viterbi._hypotheses, sample_kernel.sample_batch)
 
 
 def _load_after_side(kernel, side: subprocess.Popen,
@@ -115,8 +116,9 @@ def start() -> Optional[subprocess.Popen]:
   if not _cold():
     return None
   side = subprocess.Popen(
-      [sys.executable, "-m", __name__, _BESIDE_SEARCH], stdin=subprocess.DEVNULL,
-      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+      [sys.executable, "-m", __name__, _BESIDE_SEARCH],
+      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+      stderr=subprocess.DEVNULL)
   for kernel in _side_kernels():
     _load_after_side(kernel, side)
   return side
@@ -146,7 +148,7 @@ def main(beside_search: bool = False) -> None:
   # pylint: enable=g-import-not-at-top
   _unmark(_marks(_side_kernels()))  # left by a killed side process
   rules = models.TOY_RULES
-  (unify, supersets, forests, source_chart, chart, hypotheses,
+  (unify, supersets, forests, roots_alive, source_chart, chart, hypotheses,
    sample_batch) = _side_kernels()
   with _compiling(unify):
     unifier.GrammarUnifier(rules, unifier.RuleCodes()).unify(0, [1, 2])
@@ -155,7 +157,7 @@ def main(beside_search: bool = False) -> None:
     index.supersets(rules[2:])
   if beside_search:  # it compiles the chart first thing
     _wait_for(qcfg_kernel.pair_chart)
-  with _compiling(forests):
+  with _compiling(forests, roots_alive):
     prune.prune_and_cover(rules, [(["walk", "twice"], ["W", "W"])], 2,
                           lambda rule: 1.0)
   model = models.random_model(rules, 0, 2)
