@@ -220,8 +220,8 @@ def predict_ids(model, params, inputs: Sequence[Sequence[int]],
   Batches take the inputs longest first, so each holds inputs of similar
   length and its loop stops when its own outputs are done instead of when
   the longest output of a random batch is; a batch's padding rows copy its
-  last input, so they finish with it. Each row's outputs do not depend on
-  the other rows of its batch (tests compare with data order).
+  last input, so they finish with it. A row's outputs do not depend on the
+  other rows of its batch (a test compares each with the numpy twin's).
   """
   order = sorted(range(len(inputs)), key=lambda i: -len(inputs[i]))
   rows = batch_rows(batch_size)
