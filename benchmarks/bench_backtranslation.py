@@ -15,29 +15,28 @@ project's exact match and BLEU (`csl_jax.evaluation`).
 
 import argparse
 import collections
-import json
 import os
 import time
 
 from csl_jax import evaluation
 from csl_jax.data.tsv import read_tsv
+from csl_jax.experiments.runner import load_categories
 from csl_jax.files import atomic_write_json
+from csl_jax.methods.pcfg_bt.method import WORD_SPM
 from csl_jax.seq2seq import decode
 from csl_jax.seq2seq import train as train_lib
 from tasks import vocab as vocab_lib
 
 
 def rows_to_score(tsv, categories, keep):
-  """(utterance, program, category) rows; only `keep` categories if given."""
+  """(utterance, program, category) rows; only `keep` categories if given.
+  `categories` as the experiment runner's: a file of one per row, or
+  `column3` (the TSV's third column)."""
   pairs = read_tsv(tsv)
-  if categories:
-    with open(categories, encoding="utf-8") as f:
-      labels = [line.strip() for line in f]
-    if len(labels) != len(pairs):
-      raise SystemExit(f"{categories}: {len(labels)} lines for "
-                       f"{len(pairs)} rows of {tsv}")
-  else:
-    labels = ["all"] * len(pairs)
+  if categories and categories != "column3":
+    categories = os.path.abspath(categories)
+  labels = (load_categories(tsv, os.path.dirname(tsv), categories)
+            or ["all"] * len(pairs))
   return [(x, y, c) for (x, y), c in zip(pairs, labels)
           if not keep or c in keep]
 
@@ -54,7 +53,7 @@ def main() -> None:
   p.add_argument("--reverse_model", required=True,
                  help="a pcfg_bt reverse model stage (model/, spm.model)")
   p.add_argument("--tsv", required=True, help="utterance<TAB>program rows")
-  p.add_argument("--categories", help="one category per TSV row")
+  p.add_argument("--categories", help="one category per TSV row, or column3")
   p.add_argument("--keep", nargs="*", help="score only these categories")
   p.add_argument("--beam", type=int, default=4)
   p.add_argument("--batch", type=int, default=64)
@@ -64,7 +63,7 @@ def main() -> None:
   model, params = train_lib.load_params(
       os.path.join(args.reverse_model, "model"))
   vocabulary = vocab_lib.get_vocabulary(
-      "sentencepiece", os.path.join(args.reverse_model, "spm.model"))
+      "sentencepiece", os.path.join(args.reverse_model, WORD_SPM))
   cfg = model.config
   start = time.time()
   predictions, cut = decode.translate(

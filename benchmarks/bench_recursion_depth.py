@@ -56,6 +56,8 @@ def main() -> None:
   p.add_argument("files", nargs="+", help="NAME=PATH")
   args = p.parse_args()
   named = [f.split("=", 1) for f in args.files]
+  if any(len(pair) != 2 for pair in named):
+    p.error("each file is NAME=PATH")
   profiles = {name: profile(programs_of(path)) for name, path in named}
   top = max(max(max(prof[k]) for k in prof) for prof in profiles.values())
   head = " | ".join(str(d) for d in range(top + 1))
