@@ -37,6 +37,22 @@ def test_recovers_the_generating_grammar():
   assert forest.derivable(encode_qcfg(result.rules), [deeper]).all()
 
 
+def test_search_pauses_the_cyclic_gc_and_restores_it():
+  import gc  # pylint: disable=g-import-not-at-top
+  seen = []
+  assert gc.isenabled()
+  Inducer(sentences(), CONFIG).run(progress=lambda r: seen.append(
+      gc.isenabled()))
+  assert seen and not any(seen)  # paused during every step
+  assert gc.isenabled()
+  gc.disable()  # a caller's choice is kept
+  try:
+    Inducer(sentences(), CONFIG).run()
+    assert not gc.isenabled()
+  finally:
+    gc.enable()
+
+
 def test_same_input_same_grammar_and_steps_are_recorded():
   pairs = sentences()
   first = Inducer(pairs, CONFIG).run()

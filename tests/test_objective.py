@@ -3,9 +3,9 @@
 import math
 
 import hypothesis
-import pytest
 from hypothesis import strategies as st
 import numpy as np
+import pytest
 
 from csl_jax.induction.objective import Objective, ObjectiveConfig
 from csl_jax.induction import statistics_reference
@@ -181,6 +181,36 @@ def test_pair_counts_kernel_matches_twin(pairs, alpha, beta):
     assert stats.counts(a, b) == statistics_reference.pair_counts(
         pairs, a, b), (a, b)
   assert not stats._mark.any()  # pylint: disable=protected-access
+
+
+def test_pair_counts_with_more_than_64_tokens_matches_twin():
+  # 64 tokens are bits of a word a sequence; the rest go by binary search:
+  # a vocabulary of 150, Zipf-like, exercises both and their mix.
+  rng = np.random.default_rng(0)
+  vocab = [f"w{i}" for i in range(150)]
+  weights = 1.0 / np.arange(1, 151)
+  weights /= weights.sum()
+
+  def sequence():
+    return tuple(rng.choice(vocab, size=rng.integers(1, 12), p=weights))
+
+  pairs = [(sequence(), sequence()) for _ in range(300)]
+  stats = PairStatistics(pairs)
+  side = stats._src  # pylint: disable=protected-access
+  assert (side[10] >= 0).sum() == 64 and (side[10] < 0).sum() > 64
+
+  def pattern(seq):
+    lo = int(rng.integers(0, len(seq)))
+    part = list(seq[lo:lo + int(rng.integers(1, 6))])
+    for k in range(int(rng.integers(0, 3))):  # some tokens become NTs
+      part[int(rng.integers(0, len(part)))] = f"NT_{k + 1}"
+    return tuple(part)
+
+  for _ in range(400):
+    x, y = pairs[int(rng.integers(0, len(pairs)))]
+    alpha, beta = pattern(x), pattern(y)
+    assert stats.counts(alpha, beta) == statistics_reference.pair_counts(
+        pairs, alpha, beta), (alpha, beta)
 
 
 # --- the objective -----------------------------------------------------------

@@ -10,7 +10,9 @@ actions are executed in a deterministic order, each removal re-checked
 against the grammar as it is at that moment, so the invariant holds.
 """
 
+import contextlib
 import dataclasses
+import gc
 import hashlib
 import json
 import math
@@ -100,6 +102,23 @@ _FORK_STATE = None  # (inducer, unifier, partners, present) for forked workers
 # so the grammar does not depend on them (test_worker_processes_...).
 _PARALLELISM_FIELDS = ("num_workers", "min_rules_per_worker", "runner",
                        "pipeline_args")
+
+
+@contextlib.contextmanager
+def _cyclic_gc_paused():
+  """The search keeps ~10^6 objects alive (rules, their encodings and
+  costs) and makes no reference cycles, so the cyclic collector's full
+  passes over them only cost time (BENCHMARKS.md, issue 17, session 23).
+  Forked workers inherit the pause, which also spares them the copy-on-write
+  of every page a collection would touch. Reference counting still frees
+  everything as usual."""
+  was_enabled = gc.isenabled()
+  gc.disable()
+  try:
+    yield
+  finally:
+    if was_enabled:
+      gc.enable()
 
 
 def _fork_is_safe() -> bool:
@@ -400,6 +419,10 @@ class Inducer:
   def run(self, checkpoint: Optional[str] = None,
           progress: Optional[Callable[[StepRecord], None]] = None
           ) -> InductionResult:
+    with _cyclic_gc_paused():
+      return self._run(checkpoint, progress)
+
+  def _run(self, checkpoint, progress) -> InductionResult:
     parts = self.partitions()
     grammar = sorted(set(self.seed_rules), key=_key)
     history: List[StepRecord] = []

@@ -30,9 +30,27 @@ def _side(index: OccurrenceIndex) -> tuple:
   examples_flat = np.argsort(index.distinct_of, kind="stable")
   examples_off = np.zeros(num_distinct + 1, np.int64)
   np.cumsum(mult, out=examples_off[1:])
+  # Each distinct sequence's sorted token set, from the postings (ids
+  # ascending within a token, tokens ascending): a stable sort by sequence.
+  owner = np.repeat(np.arange(num_tokens + 1), np.diff(post_off))
+  by_seq = np.argsort(post_flat, kind="stable")
+  set_flat = owner[by_seq].astype(np.int64)
+  set_off = np.zeros(num_distinct + 1, np.int64)
+  np.cumsum(np.bincount(post_flat, minlength=num_distinct),
+            out=set_off[1:])
+  # The 64 most common tokens as bits of one word a sequence.
+  freq = np.diff(post_off)
+  top = np.argsort(-freq, kind="stable")[:64]
+  top = top[freq[top] > 0]
+  bit_of = np.full(num_tokens + 1, -1, np.int64)
+  bit_of[top] = np.arange(len(top))
+  common = np.zeros(num_distinct, np.uint64)
+  for bit, t in enumerate(top):
+    common[post_flat[post_off[t]:post_off[t + 1]]] |= np.uint64(1 << bit)
   return (index.flat, index.offsets, index.lengths.astype(np.int64),
           post_flat, post_off, mult.astype(np.int64),
-          examples_flat.astype(np.int64), examples_off)
+          examples_flat.astype(np.int64), examples_off, set_flat, set_off,
+          bit_of, common)
 
 
 _KNOWN = np.zeros(0, np.int32)  # the pattern code for "hits given"

@@ -7,6 +7,7 @@ redundant. Sets are int ids (`TermIds`, one per search) and the queries go
 in batches to `terminal_index_kernel`.
 """
 
+import itertools
 from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
@@ -47,7 +48,7 @@ class TermIds:
 def _csr(rows: Sequence[Sequence[int]]) -> Tuple[np.ndarray, np.ndarray]:
   off = np.zeros(len(rows) + 1, np.int64)
   np.cumsum([len(r) for r in rows], out=off[1:])
-  flat = np.fromiter((t for r in rows for t in r), np.int64, off[-1])
+  flat = np.fromiter(itertools.chain.from_iterable(rows), np.int64, off[-1])
   return flat, off
 
 
