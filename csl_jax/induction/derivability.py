@@ -87,6 +87,7 @@ class RuleChecker:
     self.rules = list(rules)
     self.index = {r: i for i, r in enumerate(self.rules)}
     leaves = [Rule((leaf(k),), (leaf(k),)) for k in range(1, max_nts + 1)]
+    self._num_leaves = max_nts
     self.encoder = encoder
     # The kernels size their scratch by max_nts: the widest rule's count.
     grammar = encode_qcfg(self.rules + leaves, max_nts=1 << 30,
@@ -139,7 +140,11 @@ class RuleChecker:
       return bool(self.rules_derivable([rule], exclude=[exclude])[0])
     packed = self._packed.get(rule)
     if packed is None:
-      x, y = self.grammar.clamp(*self.encoder.pair(rule))
+      x, y = self.encoder.pair(rule)
+      # A rule of this grammar whose NTs have leaves here has only tokens
+      # the grammar's snapshot knows: nothing to clamp.
+      if rule not in self.index or rule.num_nts > self._num_leaves:
+        x, y = self.grammar.clamp(x, y)
       packed = self._packed[rule] = (
           x, np.array([0, len(x)], np.int64), y,
           np.array([0, len(y)], np.int64))

@@ -78,6 +78,18 @@ def _viterbi(links: _Links, probs: np.ndarray) -> np.ndarray:
   return np.where(best > 0, links.src_pos[first], -1)
 
 
+def _split(best: np.ndarray, pairs: Sequence[Pair]
+           ) -> List[Tuple[Optional[int], ...]]:
+  """Per pair, the source position of each target token (None: NULL)."""
+  out, start = [], 0
+  best = best.tolist()
+  for _, tgt in pairs:
+    out.append(tuple(None if p < 0 else p
+                     for p in best[start:start + len(tgt)]))
+    start += len(tgt)
+  return out
+
+
 @dataclasses.dataclass
 class Ibm1Model:
   """A trained t(f | e) table over co-occurring (e, f) pairs."""
@@ -118,13 +130,7 @@ class Ibm1Model:
     links = self._encode(pairs)
     keys = links.src_id * len(self.tgt_vocab) + links.tgt_id
     keys[(links.src_id < 0) | (links.tgt_id < 0)] = -1
-    best = _viterbi(links, self._lookup(keys))
-    out, start = [], 0
-    for _, tgt in pairs:
-      out.append(tuple(None if p < 0 else int(p)
-                       for p in best[start:start + len(tgt)]))
-      start += len(tgt)
-    return out
+    return _split(_viterbi(links, self._lookup(keys)), pairs)
 
   def viterbi_alignment(self, src_tokens: Sequence[str],
                         tgt_tokens: Sequence[str]
@@ -157,8 +163,9 @@ def _unique(ids: np.ndarray, size: int) -> Tuple[np.ndarray, np.ndarray]:
   return keys, index[ids]
 
 
-def train_ibm1(pairs: Sequence[Pair], num_iterations: int = 10) -> Ibm1Model:
-  """EM for IBM Model 1 on (source tokens, target tokens) pairs."""
+def _train(pairs: Sequence[Pair], num_iterations: int
+           ) -> Tuple[Ibm1Model, _Links, np.ndarray]:
+  """The model, the corpus' links and each link's stored pair."""
   if num_iterations < 1:
     raise ValueError(f"num_iterations must be >= 1, got {num_iterations}")
   src_vocab = _vocab((s for s, _ in pairs), first=(NULL,))
@@ -180,11 +187,19 @@ def train_ibm1(pairs: Sequence[Pair], num_iterations: int = 10) -> Ibm1Model:
                          minlength=len(keys))
     totals = np.bincount(pair_src, weights=counts, minlength=len(src_vocab))
     table = counts / totals[pair_src]
-  return Ibm1Model(src_vocab, tgt_vocab, keys, table)
+  return Ibm1Model(src_vocab, tgt_vocab, keys, table), links, pair_of_link
+
+
+def train_ibm1(pairs: Sequence[Pair], num_iterations: int = 10) -> Ibm1Model:
+  """EM for IBM Model 1 on (source tokens, target tokens) pairs."""
+  return _train(pairs, num_iterations)[0]
 
 
 def train_and_align(pairs: Sequence[Pair], num_iterations: int = 10
                     ) -> Tuple[Ibm1Model, List[Tuple[Optional[int], ...]]]:
   """Trains on `pairs` and returns the model and their Viterbi alignments."""
-  model = train_ibm1(pairs, num_iterations)
-  return model, model.viterbi_alignments(pairs)
+  # The training links are the pairs' links: no second encoding, and each
+  # link's probability is its stored pair's (what `viterbi_alignments`
+  # would look up).
+  model, links, pair_of_link = _train(pairs, num_iterations)
+  return model, _split(_viterbi(links, model.table[pair_of_link]), pairs)

@@ -71,6 +71,9 @@ class Objective:
       self._cache[rule] = cost
     return cost
 
+  def is_priced(self, rule: Rule) -> bool:
+    return rule in self._cache
+
   def prime(self, rule: Rule, cost: float) -> None:
     """Records a cost computed elsewhere (by a worker process)."""
     self._cache.setdefault(rule, cost)

@@ -132,10 +132,14 @@ def _fork_is_safe() -> bool:
   return True
 
 
-def _proposals_in_worker(chunk):
+def _proposals_in_worker(task):
+  """Proposals of a chunk of rules, and the costs of a share of the
+  grammar's rules the parent has not priced (it needs them all next)."""
+  chunk, unpriced = task
   inducer, unifier, partners, present = _FORK_STATE
-  return [(i, inducer._proposals_of(unifier, i, partners[i], present))  # pylint: disable=protected-access
-          for i in chunk]
+  cost = inducer.objective.rule_cost
+  return ([(i, inducer._proposals_of(unifier, i, partners[i], present))  # pylint: disable=protected-access
+           for i in chunk], [cost(r) for r in unpriced])
 
 
 class Inducer:
@@ -214,13 +218,18 @@ class Inducer:
     elif workers > 1 and big and _fork_is_safe():
       global _FORK_STATE
       _FORK_STATE = (self, unifier, partners, present)
-      chunks = [todo[k::workers * 4] for k in range(workers * 4)]
+      n = workers * 4
+      unpriced = [r for r in grammar if not self.objective.is_priced(r)]
+      tasks = [(todo[k::n], unpriced[k::n]) for k in range(n)]
       try:
         with multiprocessing.get_context("fork").Pool(workers) as pool:
-          found = [x for part in pool.map(_proposals_in_worker, chunks)
-                   for x in part]
+          results = pool.map(_proposals_in_worker, tasks)
       finally:
         _FORK_STATE = None
+      found = [x for part, _ in results for x in part]
+      for (_, rules), (_, costs) in zip(tasks, results):
+        for r, c in zip(rules, costs):
+          self.objective.prime(r, c)
     else:
       found = [(i, self._proposals_of(unifier, i, partners[i], present))
                for i in todo]
