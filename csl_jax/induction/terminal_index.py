@@ -1,9 +1,9 @@
-"""Rules whose terminal sets are subsets / supersets of a rule's.
+"""Rules whose terminal sets are subsets of a rule's.
 
 A rule's terminal set is its source and target terminals, each side's
 apart. UNIFY(r, r') is empty unless r' has a subset of r's terminals; an
 added rule r3 can only make rules with a superset of its terminals
-redundant. Sets are int ids (`TermIds`, one per search) and the queries go
+redundant (an index over the additions, queried by each rule). Sets are int ids (`TermIds`, one per search) and the queries go
 in batches to `terminal_index_kernel`.
 """
 
@@ -71,9 +71,7 @@ class TerminalIndex:
     self.num_terms = len(term_ids.ids)
     sizes = np.diff(self.off)
     self.terminal_free = np.flatnonzero(sizes == 0).tolist()
-    owner = np.repeat(np.arange(len(self.rules)), sizes)
     self.freq = np.bincount(self.flat, minlength=self.num_terms)
-    self.post_flat, self.post_off = _group(self.flat, owner, self.num_terms)
     # Each rule listed under its rarest term (any one of them would do).
     has = np.flatnonzero(sizes)
     key = self.freq[self.flat] * self.num_terms + self.flat
@@ -84,29 +82,28 @@ class TerminalIndex:
   def subsets(self, ids: Sequence[int]) -> List[List[int]]:
     """For each rule ids[q], the rules whose terminal sets are subsets of
     its (itself included; in no particular order)."""
-    q_flat, q_off = _csr([self.term_ids.of(self.rules[i]) for i in ids])
+    return self._within([self.term_ids.of(self.rules[i]) for i in ids],
+                        sort=False)
+
+  def within(self, rules: Sequence[Rule]) -> List[List[int]]:
+    """For each rule (of this index or not, its terms known to the
+    `TermIds`), the rules here whose terminal sets are subsets of its,
+    ascending."""
+    # Terms newer than this index are in none of its rules: left out of
+    # the query (the kernel indexes by term).
+    n = self.num_terms
+    sets = [self.term_ids.of(r) for r in rules]
+    return self._within([t if not t or t[-1] < n else
+                         tuple(x for x in t if x < n) for t in sets],
+                        sort=True)
+
+  def _within(self, sets, sort: bool) -> List[List[int]]:
+    q_flat, q_off = _csr(sets)
     flat, off = kernel.subsets(self.flat, self.off, self.keyed_flat,
                                self.keyed_off, q_flat, q_off, self.num_terms)
-    return [self.terminal_free + flat[off[q]:off[q + 1]].tolist()
-            for q in range(len(ids))]
-
-  def supersets(self, rules: Sequence[Rule]) -> List[List[int]]:
-    """For each rule, the rules containing all its terminals, ascending."""
-    out: List[List[int]] = [[] for _ in rules]
-    asked, sets = [], []
-    known = set(np.flatnonzero(self.freq).tolist())
-    for q, rule in enumerate(rules):
-      terms = self.term_ids.of(rule)
-      if not terms:
-        out[q] = list(range(len(self.rules)))
-      elif known.issuperset(terms):
-        asked.append(q)
-        sets.append(terms)
-    if asked:
-      q_flat, q_off = _csr(sets)
-      flat, off = kernel.supersets(self.flat, self.off, self.post_flat,
-                                   self.post_off, q_flat, q_off,
-                                   self.num_terms)
-      for k, q in enumerate(asked):
-        out[q] = flat[off[k]:off[k + 1]].tolist()
-    return out
+    free = self.terminal_free
+    if not (sort and free):  # the kernel's rows are ascending
+      return [free + flat[off[q]:off[q + 1]].tolist()
+              for q in range(len(sets))]
+    return [sorted(free + flat[off[q]:off[q + 1]].tolist())
+            for q in range(len(sets))]

@@ -19,9 +19,3 @@ def subsets(flat, off, keyed_flat, keyed_off, q_flat, q_off, num_terms):
   rules, queries = _sets(flat, off), _sets(q_flat, q_off)
   return _csr([[r for r, s in enumerate(rules) if s and s <= q]
                for q in queries])
-
-
-def supersets(flat, off, post_flat, post_off, q_flat, q_off, num_terms):
-  del post_flat, post_off, num_terms
-  rules, queries = _sets(flat, off), _sets(q_flat, q_off)
-  return _csr([[r for r, s in enumerate(rules) if q <= s] for q in queries])
