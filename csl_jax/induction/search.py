@@ -16,7 +16,6 @@ import gc
 import hashlib
 import json
 import math
-import multiprocessing
 import os
 import sys
 import time
@@ -29,6 +28,7 @@ import numpy as np
 from csl_jax import configs
 from csl_jax.files import atomic_write_json, read_json
 from csl_jax.induction.derivability import Encoder, RuleChecker
+from csl_jax.induction import forked
 from csl_jax.induction.objective import Objective, ObjectiveConfig
 from csl_jax.induction.prune import prune_and_cover
 from csl_jax.induction.statistics import PairStatistics
@@ -204,7 +204,8 @@ class Inducer:
   def _propose(self, grammar, todo, index, present
                ) -> Dict[int, List[Rule]]:
     """Proposals of the rules in `todo`, on all cores for large steps
-    (forked workers; their costs are copied back into the parent's cache)."""
+    (forked workers and the parent; the workers' costs are copied back into
+    the parent's cache)."""
     workers = self.config.num_workers or os.cpu_count() or 1
     partners = dict(zip(todo, index.subsets(todo)))
     unifier = GrammarUnifier(grammar, self._rule_codes)
@@ -218,12 +219,11 @@ class Inducer:
     elif workers > 1 and big and _fork_is_safe():
       global _FORK_STATE
       _FORK_STATE = (self, unifier, partners, present)
-      n = workers * 4
       unpriced = [r for r in grammar if not self.objective.is_priced(r)]
-      tasks = [(todo[k::n], unpriced[k::n]) for k in range(n)]
+      tasks = [(todo[k::workers], unpriced[k::workers])
+               for k in range(workers)]
       try:
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
-          results = pool.map(_proposals_in_worker, tasks)
+        results = forked.fork_map(_proposals_in_worker, tasks)
       finally:
         _FORK_STATE = None
       found = [x for part, _ in results for x in part]
