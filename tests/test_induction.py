@@ -10,7 +10,7 @@ from csl_jax.cky import forest
 from csl_jax.cky.grammar_arrays import encode_qcfg
 from csl_jax.cli import main as cli
 from csl_jax.induction.search import InductionConfig, Inducer
-from csl_jax.qcfg.rules import load_rules, parse_rules
+from csl_jax.qcfg.rules import Rule, load_rules, parse_rules
 from csl_jax.testing import toy_language
 
 TRUE_GRAMMAR = toy_language.GRAMMAR
@@ -51,6 +51,22 @@ def test_search_pauses_the_cyclic_gc_and_restores_it():
     assert not gc.isenabled()
   finally:
     gc.enable()
+
+
+def test_examples_added_to_a_grammar_without_nts_skip_the_chart():
+  # The shortcut for NT-free grammars answers as the derivability check.
+  from csl_jax.induction.derivability import RuleChecker  # pylint: disable=g-import-not-at-top
+  pairs = sentences()
+  seeds = parse_rules("walk ### WALK\njump ### JUMP\nwalk twice ### WALK WALK")
+  inducer = Inducer(pairs, CONFIG, seed_rules=seeds)
+  added = inducer._add_examples(list(seeds), inducer.pairs)  # pylint: disable=protected-access
+  new = sorted({Rule(x, y) for x, y in inducer.pairs} - set(seeds), key=str)
+  checker = RuleChecker(seeds, CONFIG.max_nts)
+  checker.enable(seeds)
+  derived = checker.rules_derivable(new)
+  assert set(added) == set(seeds) | {r for r, d in zip(new, derived)
+                                     if not d}
+  assert ("walk twice".split(), "WALK WALK".split()) in pairs  # a seed's own
 
 
 def test_same_input_same_grammar_and_steps_are_recorded():

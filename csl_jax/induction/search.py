@@ -413,6 +413,10 @@ class Inducer:
     new = sorted({Rule(x, y) for x, y in pairs} - set(grammar), key=_key)
     if not new:
       return grammar
+    if not any(r.num_nts for r in grammar):
+      # Rules without NTs (the first partition's seeds) derive exactly
+      # their own pairs, and `new` is not in the grammar: no chart needed.
+      return sorted(set(grammar) | set(new), key=_key)
     checker = RuleChecker(grammar, self.config.max_nts, self._encoder)
     checker.enable(grammar)
     derived = checker.rules_derivable(new)
