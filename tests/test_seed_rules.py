@@ -7,6 +7,7 @@ import pytest
 
 from csl_jax.data.tsv import Example
 from csl_jax.induction import ibm1
+from csl_jax.induction import ibm1_reference
 from csl_jax.induction import seed_rules
 from csl_jax.qcfg import rules as rules_lib
 
@@ -93,6 +94,32 @@ def test_viterbi_ties_go_to_the_earliest_position_null_last():
   assert model.viterbi_alignment(["c", "a"], ["x", "x"]) == (1, 1)
   assert model.viterbi_alignment([], ["x"]) == (None,)
   assert model.viterbi_alignment(["a"], []) == ()
+
+
+def test_em_kernel_matches_twin_and_the_bincount_formulation():
+  pairs = _random_corpus(7)
+  model = ibm1.train_ibm1(pairs, 5)
+  words = {i: w for w, i in model.tgt_vocab.items()}
+  sources = {i: w for w, i in model.src_vocab.items()}
+  v = len(model.tgt_vocab)
+  twin = ibm1_reference.em(pairs, 5)
+  assert len(twin) == len(model.keys)
+  for key, t in zip(model.keys.tolist(), model.table.tolist()):
+    assert t == pytest.approx(twin[sources[key // v], words[key % v]],
+                              rel=1e-12)
+  # The same bits as the numpy EM it replaced (same order of sums).
+  _, links, pair_of_link = ibm1._train(pairs, 1)  # pylint: disable=protected-access
+  pair_src = model.keys // v
+  table = np.full(len(model.keys), 1.0 / v)
+  for _ in range(5):
+    t = table[pair_of_link]
+    norm = np.bincount(links.group, weights=t)
+    counts = np.bincount(pair_of_link, weights=t / norm[links.group],
+                         minlength=len(table))
+    totals = np.bincount(pair_src, weights=counts,
+                         minlength=len(model.src_vocab))
+    table = counts / totals[pair_src]
+  assert model.table.tolist() == table.tolist()
 
 
 def test_ibm1_is_deterministic_and_checks_iterations():
