@@ -1,5 +1,10 @@
-"""Shares of work in forked children and the parent."""
+"""Shares of work in forked children and the parent.
 
+Each case runs in a fresh interpreter (spawned): a pytest worker may have
+JAX's threads running, and forking those is what the search avoids
+(`search._fork_is_safe`)."""
+
+import multiprocessing
 import os
 
 import pytest
@@ -14,21 +19,8 @@ def _square_all(share):
   return [x * x for x in share]
 
 
-def test_results_in_share_order_and_the_parent_takes_the_first():
-  _SEEN.clear()
-  shares = [[1, 2], [3], [], [4, 5, 6]]
-  assert forked.fork_map(_square_all, shares) == [[1, 4], [9], [],
-                                                  [16, 25, 36]]
-  # Only the first share was computed in this process.
-  assert _SEEN == [os.getpid()]
-  assert forked.fork_map(_square_all, [[7]]) == [[49]]
-  assert forked.fork_map(_square_all, []) == []
-
-
-def test_a_large_result_comes_back_whole():
-  # More than a pipe's buffer: the child blocks until the parent reads.
-  big = list(range(200_000))
-  assert forked.fork_map(lambda s: s, [[], big])[1] == big
+def _identity(share):
+  return share
 
 
 def _fail_in_child(share):
@@ -43,14 +35,34 @@ def _die_in_child(share):
   return share
 
 
-def test_a_child_error_or_death_is_raised_with_its_cause():
+def _fail_in_parent(share):
+  if share == "parent":
+    raise KeyError("parent")
+  return share
+
+
+def _in_fresh_process(case):
+  with multiprocessing.get_context("spawn").Pool(1) as pool:
+    pool.apply(case)
+
+
+def _results_in_share_order():
+  shares = [[1, 2], [3], [], [4, 5, 6]]
+  assert forked.fork_map(_square_all, shares) == [[1, 4], [9], [],
+                                                  [16, 25, 36]]
+  assert _SEEN == [os.getpid()]  # only the first share computed here
+  assert forked.fork_map(_square_all, [[7]]) == [[49]]
+  assert not forked.fork_map(_square_all, [])
+  # More than a pipe's buffer: the child blocks until the parent reads.
+  big = list(range(200_000))
+  assert forked.fork_map(_identity, [[], big])[1] == big
+
+
+def _errors_are_raised():
   with pytest.raises(RuntimeError, match="ValueError: bad share"):
     forked.fork_map(_fail_in_child, ["parent", "child"])
   with pytest.raises(RuntimeError, match="died"):
     forked.fork_map(_die_in_child, ["parent", "child"])
-
-
-def test_a_parent_error_stops_and_reaps_the_children(monkeypatch):
   pids = []
   fork = os.fork
 
@@ -60,16 +72,21 @@ def test_a_parent_error_stops_and_reaps_the_children(monkeypatch):
       pids.append(pid)
     return pid
 
-  monkeypatch.setattr(forked.os, "fork", recorded_fork)
-
-  def fail_in_parent(share):
-    if share == "parent":
-      raise KeyError("parent")
-    return share
-
-  with pytest.raises(KeyError):
-    forked.fork_map(fail_in_parent, ["parent", "child", "child"])
+  forked.os.fork = recorded_fork
+  try:
+    with pytest.raises(KeyError):
+      forked.fork_map(_fail_in_parent, ["parent", "child", "child"])
+  finally:
+    forked.os.fork = fork
   assert len(pids) == 2
-  for pid in pids:  # reaped: no longer our children
+  for pid in pids:  # stopped and reaped: no longer our children
     with pytest.raises(ChildProcessError):
       os.waitpid(pid, os.WNOHANG)
+
+
+def test_results_in_share_order_and_the_parent_takes_the_first():
+  _in_fresh_process(_results_in_share_order)
+
+
+def test_errors_and_deaths_are_raised_and_children_reaped():
+  _in_fresh_process(_errors_are_raised)
