@@ -7,7 +7,11 @@ and zeroes those pages again: on the COGS fit that was 46 s of system time
 in 75 s (BENCHMARKS "Issue 17 → COGS fit"). Serving every block from the
 heap and not trimming it keeps the pages mapped from one step to the next.
 The cost is that freed memory stays with the process (peak RSS, not growth:
-the next step reuses it). `CSL_JAX_MALLOC=default` leaves glibc as it is.
+the next step reuses it). XLA's worker threads would each get an arena of
+their own, whose heaps glibc maps and trims apart from these settings (15 s
+of system time in a 62 s COGS fit): one arena for all threads keeps their
+blocks mapped too (BENCHMARKS "Issue 17 → COGS fit < 60 s on the slower
+box"). `CSL_JAX_MALLOC=default` leaves glibc as it is.
 """
 
 import ctypes
@@ -16,6 +20,7 @@ import os
 
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_MAX = -4
+_M_ARENA_MAX = -8
 
 
 def keep_freed_memory() -> bool:
@@ -30,5 +35,6 @@ def keep_freed_memory() -> bool:
     mallopt = libc.mallopt
   except (OSError, AttributeError):  # not glibc (e.g. macOS)
     return False
-  return bool(mallopt(_M_MMAP_MAX, 0)) and bool(
-      mallopt(_M_TRIM_THRESHOLD, 2**31 - 1))
+  return (bool(mallopt(_M_MMAP_MAX, 0))
+          and bool(mallopt(_M_TRIM_THRESHOLD, 2**31 - 1))
+          and bool(mallopt(_M_ARENA_MAX, 1)))
