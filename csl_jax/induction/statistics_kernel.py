@@ -59,11 +59,19 @@ def _distinct_hits(side, codes):
     # the match runs only on sequences with all the terms. The most common
     # tokens are bits of a word a sequence; the others, rarest first, a
     # binary search in the sequence's token set.
-    terms = terms[:num_terms]
+    # Rarest first: an insertion sort of a few terms (np.argsort would
+    # add ~1 s to the kernel's first compile).
     freq = np.empty(num_terms, np.int64)
     for k in range(num_terms):
-      freq[k] = post_off[terms[k] + 1] - post_off[terms[k]]
-    terms = terms[np.argsort(freq)]
+      t = terms[k]
+      f = post_off[t + 1] - post_off[t]
+      j = k
+      while j > 0 and freq[j - 1] > f:
+        freq[j] = freq[j - 1]
+        terms[j] = terms[j - 1]
+        j -= 1
+      freq[j] = f
+      terms[j] = t
     rarest = terms[0]
     need = np.uint64(0)
     rare = np.empty(num_terms, np.int64)
