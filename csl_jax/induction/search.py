@@ -266,7 +266,6 @@ class Inducer:
   def step(self, grammar: List[Rule]) -> Tuple[List[Rule], int, int]:
     """One parallel greedy step; returns (grammar, #removed, #added)."""
     cost = self.objective.rule_cost
-    T=[time.time()]
     checker = RuleChecker(grammar, self.config.max_nts, self._encoder)
     checker.enable(grammar)
     ids = list(range(len(grammar)))
@@ -279,9 +278,7 @@ class Inducer:
     # Candidates r3 of every rule that cannot simply be removed.
     todo = [i for i, rule in enumerate(grammar)
             if not removable[i] and rule not in seeds]  # seeds: never split
-    T.append(time.time())
     proposals = self._propose(grammar, todo, index, present)
-    T.append(time.time())
 
     # What each distinct added rule makes redundant.
     additions = sorted({r3 for ps in proposals.values() for r3 in ps},
@@ -296,7 +293,6 @@ class Inducer:
       wide = RuleChecker(grammar + additions, self.config.max_nts,
                          self._encoder)
       wide.enable(grammar)
-      T.append(time.time())
       # Does grammar + r3 - rule j derive rule j? One chart per rule j
       # answers it for every r3 that might replace it.
       # The additions that might replace rule j: those whose terminals are
@@ -307,7 +303,6 @@ class Inducer:
       by_rule: Dict[int, List[int]] = {
           j: [len(grammar) + a for a in found]
           for j, found in zip(candidates, within) if found}
-      T.append(time.time())
       targets = sorted(by_rule)
       answers = wide.rules_derivable_each(
           [grammar[j] for j in targets], [by_rule[j] for j in targets],
@@ -320,7 +315,6 @@ class Inducer:
         if j in proposals:
           replaced_by[j] = set(yes)
 
-    T.append(time.time())
     # Each rule's best improving action. (An added rule's delta is the
     # same for every rule it replaces: computed once; sum adds in order.)
     grammar_cost = [cost(r) for r in grammar]
@@ -344,11 +338,7 @@ class Inducer:
       if best is not None:
         actions["+" + best[1]] = (best[0], best[2], best[3])
 
-    T.append(time.time())
-    r= self._execute(grammar, actions, wide)
-    T.append(time.time())
-    print('PHASES', ' '.join('%.2f'%(b-a) for a,b in zip(T,T[1:])), flush=True)
-    return r
+    return self._execute(grammar, actions, wide)
 
   def _execute(self, grammar, actions, checker):
     """Applies actions best first, re-checking every removal. `checker`
