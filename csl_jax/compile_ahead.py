@@ -79,12 +79,10 @@ def _side_kernels():
   # pylint: disable=g-import-not-at-top,protected-access
   from csl_jax.cky import qcfg_kernel
   from csl_jax.induction import prune
-  from csl_jax.induction import statistics_kernel
   from csl_jax.induction import unify_kernel
   from csl_jax.model import viterbi
   from csl_jax.sampling import sample_kernel
-  return (unify_kernel.unify_partners, statistics_kernel.pair_counts,
-          qcfg_kernel.forest_batch, prune.roots_alive, qcfg_kernel.source_chart,
+  return (unify_kernel.unify_partners, qcfg_kernel.forest_batch, prune.roots_alive, qcfg_kernel.source_chart,
           viterbi._chart, viterbi._hypotheses, sample_kernel.sample_batch)
 
 
@@ -133,27 +131,23 @@ def main(beside_search: bool = False) -> None:
   timeline (BENCHMARKS "Issue 17 → The first run within 2×"): the search
   compiles derivability (with the CKY chart), subset queries, UNIFY and
   occurrence counts one after the other from its first step; the side
-  process takes UNIFY and the occurrence counts off that chain, then the
-  pruning forests once the search has the chart compiled (compiling it
+  process takes UNIFY off that chain, then the pruning forests once the search has the chart compiled (compiling it
   here as well would be the same work twice), then the parser's and the
   sampler's kernels, which the fit leaves time for. `beside_search`: wait
   for the search's chart rather than compile it."""
   # pylint: disable=g-import-not-at-top
   from csl_jax.cky import qcfg_kernel
   from csl_jax.induction import prune
-  from csl_jax.induction import statistics
   from csl_jax.induction import unifier
   from csl_jax.sampling import sampler
   from csl_jax.testing import models
   # pylint: enable=g-import-not-at-top
   _unmark(_marks(_side_kernels()))  # left by a killed side process
   rules = models.TOY_RULES
-  (unify, counts, forests, roots_alive, source_chart, chart, hypotheses,
+  (unify, forests, roots_alive, source_chart, chart, hypotheses,
    sample_batch) = _side_kernels()
-  with _compiling(unify, counts):  # both marked: the search waits for them
+  with _compiling(unify):
     unifier.GrammarUnifier(rules, unifier.RuleCodes()).unify(0, [1, 2])
-    statistics.PairStatistics([(["walk", "twice"], ["W", "W"])]).counts(
-        ("NT_1", "twice"), ("NT_1", "NT_1"))
   if beside_search:  # it compiles the chart first thing
     _wait_for(qcfg_kernel.pair_chart)
   with _compiling(forests, roots_alive):

@@ -8,7 +8,6 @@ import types
 from csl_jax import compile_ahead
 from csl_jax.cky import qcfg_kernel
 from csl_jax.induction import prune
-from csl_jax.induction import statistics_kernel
 from csl_jax.induction import unify_kernel
 from csl_jax.induction.search import InductionConfig, Inducer
 from csl_jax.qcfg.rules import parse_rules
@@ -27,8 +26,8 @@ def test_an_induction_meets_no_other_signature_of_the_kernels_ahead():
   # What the side process compiles is only loaded by the induction if the
   # argument types are the same: a new signature would compile again.
   compile_ahead.main()
-  kernels = [unify_kernel.unify_partners, statistics_kernel.pair_counts,
-             qcfg_kernel.forest_batch, prune.roots_alive]
+  kernels = [unify_kernel.unify_partners, qcfg_kernel.forest_batch,
+             prune.roots_alive]
   assert set(kernels) < set(compile_ahead._side_kernels())  # pylint: disable=protected-access
   before = [set(k.signatures) for k in kernels]
   pairs = [(x.split(), y.split()) for x, y in toy_language.sentences()]
