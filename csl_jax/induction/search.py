@@ -217,9 +217,6 @@ class Inducer:
                                   self.config.runner,
                                   self.config.pipeline_args)
     elif workers > 1 and big and _fork_is_safe():
-      # One rule here first: the children inherit the kernels it loads
-      # (or, on a first run, compiles) instead of each doing it again.
-      self._proposals_of(unifier, todo[0], partners[todo[0]], present)
       global _FORK_STATE
       _FORK_STATE = (self, unifier, partners, present)
       unpriced = [r for r in grammar if not self.objective.is_priced(r)]
