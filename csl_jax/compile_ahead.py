@@ -82,8 +82,8 @@ def _side_kernels():
   from csl_jax.induction import unify_kernel
   from csl_jax.model import viterbi
   from csl_jax.sampling import sample_kernel
-  return (unify_kernel.unify_partners, qcfg_kernel.forest_batch, prune.roots_alive, qcfg_kernel.source_chart,
-          viterbi._chart, viterbi._hypotheses, sample_kernel.sample_batch)
+  return (unify_kernel.unify_partners, qcfg_kernel.forest_batch,
+          prune.roots_alive, qcfg_kernel.source_chart, viterbi._chart, viterbi._hypotheses, sample_kernel.sample_batch)
 
 
 def _load_after_side(kernel, side: subprocess.Popen,
@@ -131,10 +131,11 @@ def main(beside_search: bool = False) -> None:
   timeline (BENCHMARKS "Issue 17 → The first run within 2×"): the search
   compiles derivability (with the CKY chart), subset queries, UNIFY and
   occurrence counts one after the other from its first step; the side
-  process takes UNIFY off that chain, then the pruning forests once the search has the chart compiled (compiling it
-  here as well would be the same work twice), then the parser's and the
-  sampler's kernels, which the fit leaves time for. `beside_search`: wait
-  for the search's chart rather than compile it."""
+  process takes UNIFY off that chain, then the pruning forests once the
+  search has the chart compiled (compiling it here as well would be the
+  same work twice), then the parser's and the sampler's kernels, which the
+  fit leaves time for. `beside_search`: wait for the search's chart rather
+  than compile it."""
   # pylint: disable=g-import-not-at-top
   from csl_jax.cky import qcfg_kernel
   from csl_jax.induction import prune

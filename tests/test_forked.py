@@ -23,21 +23,14 @@ def _identity(share):
   return share
 
 
-def _fail_in_child(share):
-  if share == "child":
+def _misbehave(share):
+  """A share that raises or dies as it says; any other is returned."""
+  if share == "raise":
     raise ValueError("bad share")
-  return share
-
-
-def _die_in_child(share):
-  if share == "child":
+  if share == "die":
     os._exit(3)  # pylint: disable=protected-access
-  return share
-
-
-def _fail_in_parent(share):
-  if share == "parent":
-    raise KeyError("parent")
+  if share == "raise in parent":
+    raise KeyError(share)
   return share
 
 
@@ -60,9 +53,9 @@ def _results_in_share_order():
 
 def _errors_are_raised():
   with pytest.raises(RuntimeError, match="ValueError: bad share"):
-    forked.fork_map(_fail_in_child, ["parent", "child"])
+    forked.fork_map(_misbehave, ["parent", "raise"])
   with pytest.raises(RuntimeError, match="died"):
-    forked.fork_map(_die_in_child, ["parent", "child"])
+    forked.fork_map(_misbehave, ["parent", "die"])
   pids = []
   fork = os.fork
 
@@ -75,7 +68,7 @@ def _errors_are_raised():
   forked.os.fork = recorded_fork
   try:
     with pytest.raises(KeyError):
-      forked.fork_map(_fail_in_parent, ["parent", "child", "child"])
+      forked.fork_map(_misbehave, ["raise in parent", "child", "child"])
   finally:
     forked.os.fork = fork
   assert len(pids) == 2

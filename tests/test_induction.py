@@ -9,6 +9,7 @@ import pytest
 from csl_jax.cky import forest
 from csl_jax.cky.grammar_arrays import encode_qcfg
 from csl_jax.cli import main as cli
+from csl_jax.induction.derivability import RuleChecker
 from csl_jax.induction.search import InductionConfig, Inducer
 from csl_jax.qcfg.rules import Rule, load_rules, parse_rules
 from csl_jax.testing import toy_language
@@ -55,7 +56,6 @@ def test_search_pauses_the_cyclic_gc_and_restores_it():
 
 def test_examples_added_to_a_grammar_without_nts_skip_the_chart():
   # The shortcut for NT-free grammars answers as the derivability check.
-  from csl_jax.induction.derivability import RuleChecker  # pylint: disable=g-import-not-at-top
   pairs = sentences()
   seeds = parse_rules("walk ### WALK\njump ### JUMP\nwalk twice ### WALK WALK")
   inducer = Inducer(pairs, CONFIG, seed_rules=seeds)

@@ -131,7 +131,7 @@ def test_ibm1_is_deterministic_and_checks_iterations():
   assert a1 == a2
   # The alignments reuse the training links: the same as aligning anew.
   assert a1 == m1.viterbi_alignments(pairs)
-  assert all(type(i) is int for a in a1 for i in a if i is not None)  # pylint: disable=unidiomatic-typecheck
+  assert all(isinstance(i, int) for a in a1 for i in a if i is not None)
   with pytest.raises(ValueError):
     ibm1.train_ibm1(pairs, num_iterations=0)
   assert not len(ibm1.train_ibm1([], 3).keys)

@@ -7,8 +7,9 @@ target the OUTPUT program, so each output symbol gets one input word.
 
 Training is deterministic: t starts uniform, EM (`ibm1_kernel.em`) runs a
 fixed number of iterations, and a Viterbi tie goes to the earliest source
-position, NULL last. Only (e, f) pairs that co-occur in some sentence pair are stored: the
-rest have t = 0 after the first M-step, so this is exact, not a pruning.
+position, NULL last. Only (e, f) pairs that co-occur in some sentence pair
+are stored: the rest have t = 0 after the first M-step, so this is exact,
+not a pruning.
 """
 
 import dataclasses

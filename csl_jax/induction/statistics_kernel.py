@@ -7,10 +7,12 @@ allocations a rule. The twin is `statistics_reference.py`.
 
 A side is a tuple of arrays over its distinct sequences: (flat, offsets,
 lengths, post_flat, post_off, mult, examples_flat, examples_off, set_flat,
-set_off): tokens, postings by token id (sorted distinct ids; the last id is
-an unknown token's, with no postings), how many examples have each distinct
-sequence, which, and each sequence's distinct tokens, sorted. Patterns are
-int32 codes: terminals >= 0, NT_k = -k.
+set_off, bit_of, common): tokens, postings by token id (sorted distinct
+ids; the last id is an unknown token's, with no postings), how many
+examples have each distinct sequence, which, each sequence's distinct
+tokens (sorted), and of the 64 most common tokens each one's bit (-1: not
+one of them) and the word of them each sequence has. Patterns are int32
+codes: terminals >= 0, NT_k = -k.
 """
 
 import numba
@@ -58,9 +60,8 @@ def _distinct_hits(side, codes):
     # The rarest term's postings, kept where every other term occurs too:
     # the match runs only on sequences with all the terms. The most common
     # tokens are bits of a word a sequence; the others, rarest first, a
-    # binary search in the sequence's token set.
-    # Rarest first: an insertion sort of a few terms (np.argsort would
-    # add ~1 s to the kernel's first compile).
+    # binary search in the sequence's token set. Terms rarest first by an
+    # insertion sort (np.argsort would add ~1 s to the first compile).
     freq = np.empty(num_terms, np.int64)
     for k in range(num_terms):
       t = terms[k]

@@ -3,8 +3,9 @@
 A rule's terminal set is its source and target terminals, each side's
 apart. UNIFY(r, r') is empty unless r' has a subset of r's terminals; an
 added rule r3 can only make rules with a superset of its terminals
-redundant (an index over the additions, queried by each rule). Sets are int ids (`TermIds`, one per search) and the queries go
-in batches to `terminal_index_kernel`.
+redundant (an index over the additions, queried by each rule). Sets are
+int ids (`TermIds`, one per search) and the queries go in batches to
+`terminal_index_kernel`.
 """
 
 import itertools
