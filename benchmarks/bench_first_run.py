@@ -1,11 +1,14 @@
 """A fresh install's first run of the README main command against a warm run
-(issue 17): `csl-jax augment --gin_file=gin/csl/scan_augment.gin`.
+(issue 17): `pip install -e ".[test]" && csl-jax augment
+--gin_file=gin/csl/scan_augment.gin`.
 
-The repository's HEAD is cloned into a scratch directory and run from there
-through PYTHONPATH, so its numba cache (the clone's __pycache__) starts
-empty, with an empty JAX compilation cache; then the same command again
-with both caches filled. Prints wall time and each stage's seconds, and
-checks the two runs wrote the same synthetic data.
+Each round clones the repository's HEAD into a scratch directory and
+installs the clone into a fresh virtualenv (with the system's packages, so
+that only csl_jax itself is installed), timing the install; then runs the
+command with an empty JAX compilation cache and again with both caches
+filled, and checks the two runs wrote the same synthetic data. Two ways
+per round, interleaved: the kernels compiled at install (setup.py's
+default) and compiled by the first run (CSL_JAX_COMPILE_AT_INSTALL=0).
 
   python3 benchmarks/bench_first_run.py [--rounds 2] [--out RESULT.json]
 """
@@ -20,55 +23,96 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-COMMAND = ["-m", "csl_jax.cli.main", "augment",
-           "--gin_file=gin/csl/scan_augment.gin"]
+COMMAND = ["augment", "--gin_file=gin/csl/scan_augment.gin"]
+WAYS = {"at install": "1", "at first run": "0"}
 
 
-def run(clone: str, out: str, jax_cache: str) -> dict:
-  env = dict(os.environ, PYTHONPATH=clone, JAX_COMPILATION_CACHE_DIR=jax_cache)
-  env.pop("NUMBA_CACHE_DIR", None)  # the clone's own __pycache__
+def _env(work: str, compile_at_install: str) -> dict:
+  env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=os.path.join(work, "jax"),
+             CSL_JAX_COMPILE_AT_INSTALL=compile_at_install)
+  for name in ("NUMBA_CACHE_DIR", "PYTHONPATH"):  # the clone's __pycache__
+    env.pop(name, None)
+  return env
+
+
+def install(work: str, env: dict) -> float:
+  clone = os.path.join(work, "clone")
+  venv = os.path.join(work, "venv")
+  subprocess.run(["git", "clone", "-q", ROOT, clone], check=True)
+  subprocess.run([sys.executable, "-m", "venv", "--system-site-packages",
+                  venv], check=True)
   start = time.time()
-  proc = subprocess.run([sys.executable] + COMMAND + ["--out", out],
-                        cwd=clone, env=env, capture_output=True, text=True,
-                        check=False)
+  subprocess.run([os.path.join(venv, "bin", "pip"), "install", "-q", "-e",
+                  ".[test]"], cwd=clone, env=env, check=True,
+                 capture_output=True)
+  seconds = time.time() - start
+  where = subprocess.run(
+      [os.path.join(venv, "bin", "python"), "-c",
+       "import csl_jax; print(csl_jax.__file__)"], cwd=work, env=env,
+      check=True, capture_output=True, text=True).stdout
+  if not where.startswith(clone):
+    sys.exit(f"the virtualenv imports csl_jax from {where}")
+  return seconds
+
+
+def _compiled(clone: str) -> set:
+  """numba's cached machine code in the clone (one file per signature)."""
+  return {os.path.join(d, f) for d, _, files in os.walk(clone)
+          for f in files if f.endswith(".nbc")}
+
+
+def run(work: str, out: str, env: dict) -> dict:
+  before = _compiled(os.path.join(work, "clone"))
+  start = time.time()
+  proc = subprocess.run(
+      [os.path.join(work, "venv", "bin", "csl-jax")] + COMMAND
+      + ["--out", out], cwd=os.path.join(work, "clone"), env=env,
+      capture_output=True, text=True, check=False)
   wall = time.time() - start
   if proc.returncode:
     sys.exit(f"failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
   with open(os.path.join(out, "summary.json"), encoding="utf-8") as f:
     stages = json.load(f)["stages"]
   return {"wall": wall,
-          "stages": {k: round(v["seconds"], 1) for k, v in stages.items()}}
+          "stages": {k: round(v["seconds"], 1) for k, v in stages.items()},
+          "kernels_compiled": len(_compiled(os.path.join(work, "clone"))
+                                  - before)}
 
 
-def one_round(work: str) -> dict:
-  clone = os.path.join(work, "clone")
-  subprocess.run(["git", "clone", "-q", ROOT, clone], check=True)
-  jax_cache = os.path.join(work, "jax_cache")
-  first = run(clone, os.path.join(work, "first"), jax_cache)
-  warm = run(clone, os.path.join(work, "warm"), jax_cache)
+def one_round(work: str, compile_at_install: str) -> dict:
+  env = _env(work, compile_at_install)
+  seconds = install(work, env)
+  first = run(work, os.path.join(work, "first"), env)
+  warm = run(work, os.path.join(work, "warm"), env)
   same = filecmp.cmp(os.path.join(work, "first", "csl", "synthetic.tsv"),
                      os.path.join(work, "warm", "csl", "synthetic.tsv"),
                      shallow=False)
-  return {"first": first, "warm": warm,
+  return {"install": seconds, "first": first, "warm": warm,
           "ratio": first["wall"] / warm["wall"], "same_data": same}
 
 
 def main() -> None:
   p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
   p.add_argument("--rounds", type=int, default=1)
+  p.add_argument("--ways", default=",".join(WAYS),
+                 help="comma-separated, of: " + ", ".join(WAYS))
   p.add_argument("--out", help="JSON of every round")
   args = p.parse_args()
   results = []
-  print("| round | run | wall | stages (s) |\n|---|---|---|---|")
+  print("| round | kernels compiled | install | first | warm | first / warm "
+        "| first's stages (s) | signatures compiled by the first run | same "
+        "data |\n|---|---|---|---|---|---|---|---|---|")
   for k in range(args.rounds):
-    with tempfile.TemporaryDirectory() as work:
-      r = one_round(work)
-    results.append(r)
-    for name in ("first", "warm"):
-      print(f"| {k + 1} | {name} | {r[name]['wall']:.1f} s | "
-            f"{r[name]['stages']} |", flush=True)
-    print(f"| {k + 1} | first / warm | **{r['ratio']:.2f}x** | same data: "
-          f"{r['same_data']} |", flush=True)
+    for way in args.ways.split(","):
+      with tempfile.TemporaryDirectory() as work:
+        r = one_round(work, WAYS[way])
+      r.update(round=k + 1, way=way)
+      results.append(r)
+      print(f"| {k + 1} | {way} | {r['install']:.1f} s | "
+            f"{r['first']['wall']:.1f} s | {r['warm']['wall']:.1f} s | "
+            f"**{r['ratio']:.2f}×** | {r['first']['stages']} | "
+            f"{r['first']['kernels_compiled']} | {r['same_data']} |",
+            flush=True)
   if args.out:
     with open(args.out, "w", encoding="utf-8") as f:
       json.dump(results, f, indent=1)

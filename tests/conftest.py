@@ -4,7 +4,6 @@ import atexit
 import importlib.util
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -51,25 +50,20 @@ _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def pytest_configure(config):
   """Under `-n N` (N >= 2), xdist's controller compiles the numba kernels
-  before the workers start: csl_jax.testing.numba_warmup's parts side by
-  side, so no two processes compile the same kernel (each kernel is cached
-  on disk and loaded by every later process)."""
+  before the workers start (csl_jax.precompile's parts side by side; after
+  `pip install -e .` loading only), so no two processes compile the same
+  kernel (each kernel is cached on disk and loaded by every later
+  process)."""
   workers = getattr(config.option, "numprocesses", 0) or 0
   if os.environ.get("PYTEST_XDIST_WORKER") or workers < 2:
     return
   if not all(os.path.isdir(a) for a in config.args):
     return  # some files only: they compile what they use
-  from csl_jax.testing import numba_warmup  # pylint: disable=g-import-not-at-top
+  from csl_jax import precompile  # pylint: disable=g-import-not-at-top
   start = time.time()
-  procs = [subprocess.Popen(
-      [sys.executable, "-m", "csl_jax.testing.numba_warmup", part],
-      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-           for part in numba_warmup.PARTS]
-  for part, proc in zip(numba_warmup.PARTS, procs):
-    _, err = proc.communicate()
-    if proc.returncode:  # the tests that use these kernels will say why
-      print(f"numba warm-up part {part!r} failed:\n{err[-2000:]}",
-            file=sys.stderr)
+  for part, err in precompile.run_all().items():
+    # the tests that use these kernels will say why
+    print(f"numba warm-up part {part!r} failed:\n{err}", file=sys.stderr)
   print(f"numba warm-up: {time.time() - start:.0f} s", file=sys.stderr)
 
 

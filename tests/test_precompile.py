@@ -1,0 +1,38 @@
+"""Kernels compiled ahead at install and before a test session
+(csl_jax/precompile.py)."""
+
+from csl_jax import precompile
+from csl_jax.cky import qcfg_kernel
+from csl_jax.induction import ibm1
+from csl_jax.induction import ibm1_kernel
+from csl_jax.induction import prune
+from csl_jax.induction import statistics_kernel
+from csl_jax.induction import terminal_index_kernel
+from csl_jax.induction import unify_kernel
+from csl_jax.induction.search import InductionConfig, Inducer
+from csl_jax.testing import toy_language
+
+
+def test_the_induction_part_leaves_nothing_for_another_search_to_compile(
+    clear_gin, tmp_path):
+  # The part stands for every search: one of other data and settings (more
+  # nonterminals, the default costs, IBM-1 alignments) must load, not
+  # compile, what a first run calls.
+  del clear_gin
+  precompile._induction(str(tmp_path))  # pylint: disable=protected-access
+  kernels = (qcfg_kernel.derivable_each, qcfg_kernel.forest_batch,
+             statistics_kernel.pair_counts, terminal_index_kernel.subsets,
+             unify_kernel.unify_partners,
+             prune.roots_alive, ibm1_kernel.em)
+  before = [set(k.signatures) for k in kernels]
+  assert all(before)
+  pairs = [(x.split(), y.split()) for x, y in toy_language.sentences()]
+  pairs.append((["jump", "around", "walk"], ["JUMP", "WALK", "JUMP"]))
+  Inducer(pairs, InductionConfig(max_steps=8, num_workers=1)).run()
+  ibm1.train_and_align(pairs, num_iterations=3)
+  assert [set(k.signatures) for k in kernels] == before
+
+
+def test_an_unknown_part_is_a_usage_error(capsys):
+  assert precompile.main(["precompile", "no_such_part"]) == 2
+  assert "usage" in capsys.readouterr().err
