@@ -16,6 +16,9 @@ def occurs(pattern: Sequence[str], tokens: Sequence[str]) -> bool:
   """Some substitution of non-empty strings for the NTs (equal for equal
   NTs) turns `pattern` into a substring of `tokens`."""
   tokens = list(tokens)
+  # Necessary: the pattern's terminals are spelled as they are.
+  if not {p for p in pattern if not nt_index(p)} <= set(tokens):
+    return False
   n = len(tokens)
   nts = sorted({nt_index(p) for p in pattern if nt_index(p)})
   for start in range(n):
