@@ -40,10 +40,9 @@ EXTRAS_REQUIRE = {
 
 class DevelopAndCompile(develop):
   """`pip install -e .`, then the CSL pipeline's numba kernels compiled
-  (csl_jax/precompile.py) so that the first run loads them like any later
-  run.
-  Best effort: if it fails the first run compiles them. Off with
-  CSL_JAX_COMPILE_AT_INSTALL=0."""
+  (every kernel given a core a part; csl_jax/precompile.py) so that the
+  first run loads them like any later run. Best effort: if it fails, the
+  first run compiles them. Off with CSL_JAX_COMPILE_AT_INSTALL=0."""
 
   def run(self):
     super().run()
@@ -51,8 +50,7 @@ class DevelopAndCompile(develop):
       return
     here = os.path.dirname(os.path.abspath(__file__))
     code = subprocess.call(
-        [sys.executable, "-m", "csl_jax.precompile", "--install"],
-        cwd=here)
+        [sys.executable, "-m", "csl_jax.precompile", "--install"], cwd=here)
     if code:
       print("csl_jax: compiling the numba kernels at install failed; the "
             "first run compiles them", file=sys.stderr)

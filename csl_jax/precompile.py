@@ -2,17 +2,17 @@
 before a test session.
 
 Every kernel is `cache=True`: compiled once, its machine code is loaded by
-every later process. `pip install -e .` runs the CSL pipeline's parts
-(setup.py), so a fresh install's first run loads its kernels like any later
-run instead of compiling them (BENCHMARKS.md "Issue 17 → Kernels compiled
-at install"); `tests/conftest.py` runs every part before the test workers
-start, so that they do not compile the same kernels at the same time
-(BENCHMARKS.md "Issue 10 → Test suite"). Each part drives the
-library the way the CLI and the tests do, so the kernels get the argument
-types they give them.
+every later process. `pip install -e .` runs the CSL pipeline's parts, or
+all of them given a core each (setup.py), so a fresh install's first run
+loads its kernels like any later run instead of compiling them
+(BENCHMARKS.md "Issue 17 → Kernels compiled at install");
+`tests/conftest.py` runs every part before the test workers start, so that
+they do not compile the same kernels at the same time (BENCHMARKS.md
+"Issue 10 → Test suite"). Each part drives the library the way the CLI
+and the tests do, so the kernels get the argument types they give them.
 
   python -m csl_jax.precompile          (every part, one process a core)
-  python -m csl_jax.precompile --install  (INSTALL_PARTS)
+  python -m csl_jax.precompile --install  (`install_parts`)
   python -m csl_jax.precompile PART     (PART: one of PARTS)
 """
 
@@ -121,9 +121,16 @@ def _selection(workdir: str) -> None:
 # later one starts when a core is free.
 PARTS = {"induction": _induction, "selection": _selection, "model": _model,
          "geca": _geca}
-# What `pip install -e .` compiles: the CSL pipeline's (the README main
-# job's) kernels; GECA's and the selectors' compile on their first use.
-INSTALL_PARTS = ("induction", "model")
+# What `pip install -e .` compiles on fewer cores than parts: the CSL
+# pipeline's (the README main job's) kernels; GECA's and the selectors'
+# compile on their first use.
+CSL_PARTS = ("induction", "model")
+
+
+def install_parts(cpus: int):
+  """Every part where each gets a core (the install takes no longer than
+  its longest part), else the CSL pipeline's."""
+  return tuple(PARTS) if cpus >= len(PARTS) else CSL_PARTS
 
 
 def run_all(parts=tuple(PARTS), processes: Optional[int] = None
@@ -155,7 +162,8 @@ def run_all(parts=tuple(PARTS), processes: Optional[int] = None
 def main(argv) -> int:
   if len(argv) == 1 or argv[1:] == ["--install"]:
     start = time.monotonic()
-    failed = run_all(INSTALL_PARTS if len(argv) == 2 else tuple(PARTS))
+    failed = run_all(install_parts(os.cpu_count() or 1) if len(argv) == 2
+                     else tuple(PARTS))
     for part, err in failed.items():
       print(f"csl_jax: precompiling part {part!r} failed:\n{err}",
             file=sys.stderr)

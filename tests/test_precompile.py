@@ -33,6 +33,13 @@ def test_the_induction_part_leaves_nothing_for_another_search_to_compile(
   assert [set(k.signatures) for k in kernels] == before
 
 
+def test_the_install_compiles_every_part_only_given_a_core_each():
+  assert precompile.install_parts(2) == ("induction", "model")
+  assert set(precompile.install_parts(len(precompile.PARTS))) == set(
+      precompile.PARTS)
+  assert set(precompile.CSL_PARTS) < set(precompile.PARTS)
+
+
 def test_an_unknown_part_is_a_usage_error(capsys):
   assert precompile.main(["precompile", "no_such_part"]) == 2
   assert "usage" in capsys.readouterr().err
