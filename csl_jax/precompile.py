@@ -26,7 +26,6 @@ from typing import Dict, Optional
 from csl_jax.data import scan
 from csl_jax.data import tsv
 
-_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _scan_sample(num: int):
@@ -41,10 +40,10 @@ def _induction(workdir: str) -> None:
   occurrence counts, pruning), IBM-1 (the COGS config's alignments), the
   fit's forest layout."""
   # pylint: disable=g-import-not-at-top
-  import gin
   from csl_jax.cky import forest
   from csl_jax.cky.grammar_arrays import encode_qcfg
   from csl_jax.induction import ibm1
+  from csl_jax.induction.search import InductionConfig
   from csl_jax.methods.csl import induce
   from csl_jax.model import contexts
   from csl_jax.model import forest_arrays
@@ -53,14 +52,15 @@ def _induction(workdir: str) -> None:
   # pylint: enable=g-import-not-at-top
   train = os.path.join(workdir, "train.tsv")
   tsv.write_tsv(train, _scan_sample(80))
-  gin.add_config_file_search_path(_REPO_ROOT)  # its includes
-  gin.parse_config_files_and_bindings(
-      [os.path.join(_REPO_ROOT, "gin", "csl", "scan.gin")],
-      ["InductionConfig.num_partitions = 1", "InductionConfig.max_steps = 1"])
-  try:
-    induce.induce(os.path.join(workdir, "induce"), train)
-  finally:
-    gin.clear_config()
+  # gin/csl/scan.gin's settings, one step (gin files are not installed
+  # with a wheel).
+  induce.induce(os.path.join(workdir, "induce"), train,
+                config=InductionConfig(
+                    max_nts=2, allow_repeated_target_nts=True,
+                    allow_single_nt_target=True, terminal_cost=4,
+                    nonterminal_cost=1, source_given_target=0,
+                    target_given_source=100, num_partitions=1, max_steps=1,
+                    candidates_per_rule=4))
   ibm1.train_and_align([(x.split(), y.split())
                         for x, y in toy_language.sentences()], 2)
   rules = models.TOY_RULES

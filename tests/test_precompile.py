@@ -14,11 +14,10 @@ from csl_jax.testing import toy_language
 
 
 def test_the_induction_part_leaves_nothing_for_another_search_to_compile(
-    clear_gin, tmp_path):
+    tmp_path):
   # The part stands for every search: one of other data and settings (more
   # nonterminals, the default costs, IBM-1 alignments) must load, not
   # compile, what a first run calls.
-  del clear_gin
   precompile._induction(str(tmp_path))  # pylint: disable=protected-access
   kernels = (qcfg_kernel.derivable_each, qcfg_kernel.forest_batch,
              statistics_kernel.pair_counts, terminal_index_kernel.subsets,
