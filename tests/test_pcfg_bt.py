@@ -176,6 +176,20 @@ def test_word_vocabulary_and_swapped_lengths(run):
     PCFGBTConfig(grammar="x.cfg", reverse_vocabulary="bpe")
 
 
+def test_reverse_num_steps_trains_only_the_reverse_model_longer(run):
+  tmp_path, run_data = run
+  settings = (("p", {}), ("q", {"reverse_num_steps": 50}))
+  plain, longer = ({s.name: s.config for s in _method(tmp_path, **kw).stages(
+      run_data, str(tmp_path / name))} for name, kw in settings)
+  assert plain["programs"] == longer["programs"]  # the same samples
+  assert plain["reverse_model"]["train"]["num_steps"] == STEPS.num_steps
+  assert longer["reverse_model"]["train"] == dict(
+      plain["reverse_model"]["train"], num_steps=50)
+  assert longer["backtranslate"]["model_steps"] == 50
+  with pytest.raises(InputError, match="reverse_num_steps"):
+    PCFGBTConfig(grammar="x.cfg", reverse_num_steps=-1)
+
+
 def test_bad_settings_are_clear_errors(run):
   tmp_path, run_data = run
   with pytest.raises(InputError, match="distribution"):

@@ -59,6 +59,10 @@ class PCFGBTConfig:
       lengths (program in, utterance out); 0: the `seq2seq.Seq2SeqConfig`
       binding's. An experiment binds Seq2SeqConfig for its forward model,
       whose lengths are the other way round.
+    reverse_num_steps: the reverse model's training steps; 0: the
+      `seq2seq.TrainConfig` binding's (an experiment's forward budget,
+      which may leave the reverse model undertrained: BENCHMARKS "Issue 13
+      → The reverse model's budget").
   """
   grammar: str = ""
   distribution: str = "uniform"
@@ -71,9 +75,13 @@ class PCFGBTConfig:
   reverse_vocabulary: str = "tasks"
   reverse_max_input_len: int = 0
   reverse_max_target_len: int = 0
+  reverse_num_steps: int = 0
 
   def __post_init__(self):
     configs.check_types(self)
+    if self.reverse_num_steps < 0:
+      raise InputError(f"pcfg_bt reverse_num_steps {self.reverse_num_steps}"
+                       ": 0 (the TrainConfig's) or more")
     if self.distribution not in DISTRIBUTIONS:
       raise InputError(f"pcfg_bt distribution {self.distribution!r}: one of "
                        f"{', '.join(DISTRIBUTIONS)}")
@@ -369,8 +377,11 @@ class PCFGBT:
     lengths = {k: v for k, v in (
         ("max_input_len", self.config.reverse_max_input_len),
         ("max_target_len", self.config.reverse_max_target_len)) if v}
-    return (dataclasses.replace(model, **lengths),
-            self.train_config or config.TrainConfig())
+    train = self.train_config or config.TrainConfig()
+    if self.config.reverse_num_steps:
+      train = dataclasses.replace(train,
+                                  num_steps=self.config.reverse_num_steps)
+    return dataclasses.replace(model, **lengths), train
 
   def stages(self, data: base.RunData, workdir: str) -> List[base.Stage]:
     # pylint: disable=g-import-not-at-top
@@ -392,7 +403,7 @@ class PCFGBT:
     sampling = configs.to_json(self.config)
     for key in ("beam_size", "decode_batch_size", "grammar",
                 "reverse_vocabulary", "reverse_max_input_len",
-                "reverse_max_target_len"):
+                "reverse_max_target_len", "reverse_num_steps"):
       sampling.pop(key)
     programs_dir = os.path.join(workdir, "programs")
     # One reverse model for every pcfg_bt variant of the run (P_train's and
