@@ -27,7 +27,6 @@ from csl_jax.data import scan
 from csl_jax.data import tsv
 
 
-
 def _scan_sample(num: int):
   train, _ = scan.make_split("addprim_jump")
   pairs = sorted(train, key=lambda e: (len(e.input), e.input))
@@ -145,16 +144,20 @@ def run_all(parts=tuple(PARTS), processes: Optional[int] = None
   while todo or running:
     while todo and len(running) < processes:
       part = todo.pop(0)
-      running[part] = subprocess.Popen(
+      # A file, not a pipe: a part's log must not fill a pipe nobody reads
+      # while it runs.
+      log = tempfile.TemporaryFile(mode="w+", encoding="utf-8")
+      running[part] = (subprocess.Popen(
           [sys.executable, "-m", __spec__.name, part],
-          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-          stderr=subprocess.PIPE, text=True)
+          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log),
+                       log)
     time.sleep(0.05)
-    for part, proc in list(running.items()):
+    for part, (proc, log) in list(running.items()):
       if proc.poll() is not None:
-        _, err = proc.communicate()
         if proc.returncode:
-          failed[part] = err[-2000:]
+          log.seek(0)
+          failed[part] = log.read()[-2000:]
+        log.close()
         del running[part]
   return failed
 
@@ -167,8 +170,8 @@ def main(argv) -> int:
     for part, err in failed.items():
       print(f"csl_jax: precompiling part {part!r} failed:\n{err}",
             file=sys.stderr)
-    print(f"csl_jax: numba kernels compiled in {time.monotonic() - start:.0f}"
-          " s", file=sys.stderr)
+    print("csl_jax: numba kernels ready (compiled or loaded) in "
+          f"{time.monotonic() - start:.0f} s", file=sys.stderr)
     return 1 if failed else 0
   if len(argv) != 2 or argv[1] not in PARTS:
     print("usage: python -m csl_jax.precompile "

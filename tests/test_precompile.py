@@ -42,3 +42,9 @@ def test_the_install_compiles_every_part_only_given_a_core_each():
 def test_an_unknown_part_is_a_usage_error(capsys):
   assert precompile.main(["precompile", "no_such_part"]) == 2
   assert "usage" in capsys.readouterr().err
+
+
+def test_run_all_reports_a_failed_part_with_its_message():
+  failed = precompile.run_all(("no_such_part",), processes=1)
+  assert list(failed) == ["no_such_part"]
+  assert "usage" in failed["no_such_part"]
