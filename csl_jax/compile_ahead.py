@@ -83,7 +83,8 @@ def _side_kernels():
   from csl_jax.model import viterbi
   from csl_jax.sampling import sample_kernel
   return (unify_kernel.unify_partners, qcfg_kernel.forest_batch,
-          prune.roots_alive, qcfg_kernel.source_chart, viterbi._chart, viterbi._hypotheses, sample_kernel.sample_batch)
+          prune.roots_alive, qcfg_kernel.source_chart, viterbi._chart,
+          viterbi._hypotheses, sample_kernel.sample_batch)
 
 
 def _load_after_side(kernel, side: subprocess.Popen,

@@ -27,6 +27,15 @@ from csl_jax.data import scan
 from csl_jax.data import tsv
 
 
+# gin/csl/scan.gin's InductionConfig, one step in one partition (gin files
+# are not installed with a wheel; a test keeps the two the same).
+SCAN_SEARCH = {"max_nts": 2, "allow_repeated_target_nts": True,
+               "allow_single_nt_target": True, "terminal_cost": 4,
+               "nonterminal_cost": 1, "source_given_target": 0,
+               "target_given_source": 100, "candidates_per_rule": 4,
+               "num_partitions": 1, "max_steps": 1}
+
+
 def _scan_sample(num: int):
   train, _ = scan.make_split("addprim_jump")
   pairs = sorted(train, key=lambda e: (len(e.input), e.input))
@@ -51,15 +60,8 @@ def _induction(workdir: str) -> None:
   # pylint: enable=g-import-not-at-top
   train = os.path.join(workdir, "train.tsv")
   tsv.write_tsv(train, _scan_sample(80))
-  # gin/csl/scan.gin's settings, one step (gin files are not installed
-  # with a wheel).
   induce.induce(os.path.join(workdir, "induce"), train,
-                config=InductionConfig(
-                    max_nts=2, allow_repeated_target_nts=True,
-                    allow_single_nt_target=True, terminal_cost=4,
-                    nonterminal_cost=1, source_given_target=0,
-                    target_given_source=100, num_partitions=1, max_steps=1,
-                    candidates_per_rule=4))
+                config=InductionConfig(**SCAN_SEARCH))
   ibm1.train_and_align([(x.split(), y.split())
                         for x, y in toy_language.sentences()], 2)
   rules = models.TOY_RULES
