@@ -20,6 +20,7 @@ seqio, tf = tf_data.seqio_and_tensorflow()
 from csl_jax.errors import InputError
 from csl_jax.seq2seq import arrays
 from csl_jax.seq2seq import bundle
+from csl_jax.seq2seq import decode
 from csl_jax.seq2seq import input_pipeline
 from csl_jax.testing import files
 from tasks import registry
@@ -67,6 +68,46 @@ def test_features_equal_seqio_feature_converter(tmp_path):
       np.testing.assert_array_equal(got[k], want[k], err_msg=k)
   finally:
     seqio.TaskRegistry.remove("t_arrays")
+
+
+def test_task_arrays_equal_seqio_examples_across_fetch_batches(
+    tmp_path, monkeypatch):
+  rows = [(f"a{'b' * (i % 7)} {i}", "c" * (1 + i % 11)) for i in range(23)]
+  files.write_pairs(tmp_path / "train.tsv", rows)
+  registry.register_dataset("t_fetch", tmp_path,
+                            vocabulary=seqio.ByteVocabulary())
+  monkeypatch.setattr(bundle, "_FETCH_BATCH", 5)  # 5 batches, the last short
+  try:
+    lengths = input_pipeline.lengths(6, 9)
+    want = decode.split_examples("t_fetch", "train", dict(lengths))
+    data = bundle._task_arrays("t_fetch", "train", lengths)  # pylint: disable=protected-access
+    for k in arrays.FIELDS:
+      assert len(data[k]) == len(rows)
+      assert data[k].ids.dtype == np.uint16
+      for i, ex in enumerate(want):
+        assert data[k].row(i).tolist() == ex[k].tolist(), (k, i)
+  finally:
+    seqio.TaskRegistry.remove("t_fetch")
+
+
+def test_lane_environment_turns_gpu_autotuning_off_unless_set():
+  env = bundle.lane_environment(4, {"XLA_FLAGS": "--xla_dump_to=/d", "A": "1"})
+  assert env["XLA_FLAGS"] == "--xla_dump_to=/d --xla_gpu_autotune_level=0"
+  assert env["XLA_PYTHON_CLIENT_MEM_FRACTION"] == "0.225"
+  assert env["A"] == "1" and env["CSL_JAX_PROGRESS"] == "0"
+  mine = {"XLA_FLAGS": "--xla_gpu_autotune_level=4"}
+  assert bundle.lane_environment(2, mine)["XLA_FLAGS"] == mine["XLA_FLAGS"]
+  assert bundle.lane_environment(2, {})["XLA_FLAGS"] == (
+      "--xla_gpu_autotune_level=0")
+
+
+def test_ragged_from_flat_checks_lengths():
+  r = arrays.Ragged.from_flat(np.array([3, 4, 5]), np.array([2, 0, 1]))
+  assert [r.row(i).tolist() for i in range(3)] == [[3, 4], [], [5]]
+  assert arrays.Ragged.from_flat(np.array([70000]), np.array([1])
+                                 ).ids.dtype == np.uint32
+  with pytest.raises(ValueError, match="3 ids for rows of 2"):
+    arrays.Ragged.from_flat(np.array([3, 4, 5]), np.array([2]))
 
 
 def _tasks():

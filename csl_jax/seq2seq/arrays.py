@@ -39,13 +39,23 @@ class Ragged:
   @classmethod
   def from_rows(cls, rows: Sequence[Sequence[int]]) -> "Ragged":
     lengths = np.fromiter((len(r) for r in rows), np.int64, len(rows))
-    offsets = np.zeros(len(rows) + 1, np.int64)
+    flat = np.zeros(int(lengths.sum()), np.int64)
+    at = 0
+    for r in rows:
+      flat[at:at + len(r)] = r
+      at += len(r)
+    return cls.from_flat(flat, lengths)
+
+  @classmethod
+  def from_flat(cls, flat: np.ndarray, lengths: np.ndarray) -> "Ragged":
+    """Rows of `lengths[i]` ids each, one after another in `flat`."""
+    offsets = np.zeros(len(lengths) + 1, np.int64)
     np.cumsum(lengths, out=offsets[1:])
-    top = max((max(r) for r in rows if len(r)), default=0)
-    ids = np.zeros(offsets[-1], np.uint16 if top < 1 << 16 else np.uint32)
-    for i, r in enumerate(rows):
-      ids[offsets[i]:offsets[i + 1]] = r
-    return cls(ids, offsets)
+    if offsets[-1] != len(flat):
+      raise ValueError(f"{len(flat)} ids for rows of {offsets[-1]}")
+    top = int(flat.max()) if len(flat) else 0
+    return cls(np.asarray(flat).astype(
+        np.uint16 if top < 1 << 16 else np.uint32), offsets)
 
   def __len__(self) -> int:
     return len(self.offsets) - 1
