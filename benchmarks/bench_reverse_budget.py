@@ -9,12 +9,14 @@ training programs, 17-22 actions by default), then SCAN's interpreter says
 which decoded commands are correct (evaluate to their program). One row per
 setting: training steps and the relative-position buckets (the T5 bias's
 `num_buckets`/`max_distance`: does clipping the distances, so that every
-bucket a longer input meets is trained, help?).
+bucket a longer input meets is trained, help?) and the sinusoidal absolute
+positions (`+abs`; the experiments' models have them, and an encoder with
+them meets positions it never trained on in a longer program).
 
   python3 benchmarks/bench_reverse_budget.py --out /tmp/rev \
-      [--settings 1000 4000 1000:32:16] [--dev 1000]
+      [--settings 1000 4000 1000:32:16 4000+abs] [--dev 1000]
 
-A setting is STEPS[:NUM_BUCKETS:MAX_DISTANCE]. The model is
+A setting is STEPS[:NUM_BUCKETS:MAX_DISTANCE][+abs]. The model is
 gin/experiments/cpu_small.gin's, with the lengths of
 gin/experiments/scan_pcfg_bt.gin's reverse model (64 in, 16 out), word
 vocabulary, greedy decoding.
@@ -83,12 +85,15 @@ def correct(predictions: str):
 
 
 def run_setting(out: str, data: str, setting: str, env) -> dict:
-  parts = setting.split(":")
-  flags = [f"--gin.seq2seq.TrainConfig.num_steps={int(parts[0])}"]
+  plain, absolute = (setting[:-len("+abs")], True) if setting.endswith(
+      "+abs") else (setting, False)
+  parts = plain.split(":")
+  flags = [f"--gin.seq2seq.TrainConfig.num_steps={int(parts[0])}",
+           f"--gin.seq2seq.Seq2SeqConfig.absolute_positions={absolute}"]
   if len(parts) == 3:
     flags += [f"--gin.seq2seq.Seq2SeqConfig.num_buckets={int(parts[1])}",
               f"--gin.seq2seq.Seq2SeqConfig.max_distance={int(parts[2])}"]
-  name = setting.replace(":", "_")
+  name = setting.replace(":", "_").replace("+", "_")
   model = os.path.join(out, f"model_{name}")
   task = ["--task", "reverse_budget", "--data_dir", data]
   start = time.time()

@@ -190,6 +190,23 @@ def test_reverse_num_steps_trains_only_the_reverse_model_longer(run):
     PCFGBTConfig(grammar="x.cfg", reverse_num_steps=-1)
 
 
+def test_reverse_absolute_positions_change_only_the_reverse_model(run):
+  tmp_path, run_data = run
+  settings = (("p", {}), ("a", {"reverse_absolute_positions": True}),
+              ("n", {"reverse_absolute_positions": False}))
+  plain, on, off = ({s.name: s.config for s in _method(tmp_path, **kw).stages(
+      run_data, str(tmp_path / name))} for name, kw in settings)
+  assert plain["programs"] == on["programs"] == off["programs"]
+  assert plain["reverse_model"]["model"]["absolute_positions"] == (
+      MODEL.absolute_positions)  # None: the binding's
+  assert on["reverse_model"]["model"]["absolute_positions"] is True
+  assert off["reverse_model"]["model"]["absolute_positions"] is False
+  assert on["reverse_model"]["model"] == dict(
+      off["reverse_model"]["model"], absolute_positions=True)
+  with pytest.raises(InputError, match="reverse_absolute_positions"):
+    PCFGBTConfig(grammar="x.cfg", reverse_absolute_positions="yes")
+
+
 def test_bad_settings_are_clear_errors(run):
   tmp_path, run_data = run
   with pytest.raises(InputError, match="distribution"):

@@ -63,6 +63,12 @@ class PCFGBTConfig:
       `seq2seq.TrainConfig` binding's (an experiment's forward budget,
       which may leave the reverse model undertrained: BENCHMARKS "Issue 13
       → The reverse model's budget").
+    reverse_absolute_positions: whether the reverse model adds sinusoidal
+      absolute positions; None: the `seq2seq.Seq2SeqConfig` binding's. A
+      forward model writing long outputs wants them, a reverse model
+      reading programs longer than any it trained on does not: it would
+      meet positions it never saw (BENCHMARKS "Issue 13 → The reverse
+      model's positions").
   """
   grammar: str = ""
   distribution: str = "uniform"
@@ -76,6 +82,7 @@ class PCFGBTConfig:
   reverse_max_input_len: int = 0
   reverse_max_target_len: int = 0
   reverse_num_steps: int = 0
+  reverse_absolute_positions: Optional[bool] = None
 
   def __post_init__(self):
     configs.check_types(self)
@@ -374,14 +381,16 @@ class PCFGBT:
   def _seq2seq_configs(self):
     from csl_jax.seq2seq import config  # pylint: disable=g-import-not-at-top
     model = self.model_config or config.Seq2SeqConfig()
-    lengths = {k: v for k, v in (
+    changes = {k: v for k, v in (
         ("max_input_len", self.config.reverse_max_input_len),
         ("max_target_len", self.config.reverse_max_target_len)) if v}
     train = self.train_config or config.TrainConfig()
     if self.config.reverse_num_steps:
       train = dataclasses.replace(train,
                                   num_steps=self.config.reverse_num_steps)
-    return dataclasses.replace(model, **lengths), train
+    if self.config.reverse_absolute_positions is not None:
+      changes["absolute_positions"] = self.config.reverse_absolute_positions
+    return dataclasses.replace(model, **changes), train
 
   def stages(self, data: base.RunData, workdir: str) -> List[base.Stage]:
     # pylint: disable=g-import-not-at-top
@@ -403,7 +412,8 @@ class PCFGBT:
     sampling = configs.to_json(self.config)
     for key in ("beam_size", "decode_batch_size", "grammar",
                 "reverse_vocabulary", "reverse_max_input_len",
-                "reverse_max_target_len", "reverse_num_steps"):
+                "reverse_max_target_len", "reverse_num_steps",
+                "reverse_absolute_positions"):
       sampling.pop(key)
     programs_dir = os.path.join(workdir, "programs")
     # One reverse model for every pcfg_bt variant of the run (P_train's and
