@@ -18,6 +18,7 @@ the same batches on every machine, but not the batches of the SeqIO path.
 
 import hashlib
 import io
+import itertools
 from typing import Dict, Iterator, List, Mapping, Sequence, Tuple
 
 import numpy as np
@@ -39,11 +40,8 @@ class Ragged:
   @classmethod
   def from_rows(cls, rows: Sequence[Sequence[int]]) -> "Ragged":
     lengths = np.fromiter((len(r) for r in rows), np.int64, len(rows))
-    flat = np.zeros(int(lengths.sum()), np.int64)
-    at = 0
-    for r in rows:
-      flat[at:at + len(r)] = r
-      at += len(r)
+    flat = np.fromiter(itertools.chain.from_iterable(rows), np.int64,
+                       int(lengths.sum()))
     return cls.from_flat(flat, lengths)
 
   @classmethod

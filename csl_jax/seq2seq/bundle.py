@@ -69,16 +69,10 @@ def _save_arrays(bundle: str, data: Mapping[str, arrays.Ragged]) -> str:
 def _task_arrays(task_name: str, split: str,
                  lengths: Mapping[str, int]) -> Dict[str, arrays.Ragged]:
   """The split's tokenized `arrays.FIELDS`, in data order (SeqIO's);
-  fetched in ragged batches, not example by example (3x faster on a
-  274k-example task)."""
-  # pylint: disable=g-import-not-at-top
-  import seqio
-  # pylint: enable=g-import-not-at-top
-  task = seqio.get_mixture_or_task(task_name)
-  with input_pipeline.without_autograph():
-    ds = task.get_dataset(sequence_length=dict(lengths), split=split,
-                          shuffle=False, num_epochs=1)
-  ds = ds.map(lambda ex: {k: ex[k] for k in arrays.FIELDS}).ragged_batch(
+  fetched in ragged batches, not example by example (BENCHMARKS "Z5/Z6 on
+  an H100": the export)."""
+  from csl_jax.seq2seq import decode  # pylint: disable=g-import-not-at-top
+  ds = decode.split_dataset(task_name, split, lengths).map(lambda ex: {k: ex[k] for k in arrays.FIELDS}).ragged_batch(
       _FETCH_BATCH)
   flat = {k: [np.zeros(0, np.int64)] for k in arrays.FIELDS}
   row_lengths = {k: [np.zeros(0, np.int64)] for k in arrays.FIELDS}
@@ -267,9 +261,8 @@ def lane_environment(lanes: int, environ: Mapping[str, str]
   """The environment of each of `lanes` processes: 1/lanes of the
   accelerator's memory, a log line per 10% of a cell's steps (no
   interleaved bars), and XLA's GPU autotuning off unless XLA_FLAGS sets
-  it: lanes compiling at once each time candidate kernels on the one GPU,
-  and 11 lanes were still compiling after 130 s on an H100 (25-30 s with
-  it off; BENCHMARKS "Z5/Z6 on an H100")."""
+  it: lanes compiling at once each time candidate kernels on the one GPU
+  and stall (BENCHMARKS "Z5/Z6 on an H100")."""
   flags = environ.get("XLA_FLAGS", "")
   if "xla_gpu_autotune_level" not in flags:
     flags = f"{flags} --xla_gpu_autotune_level=0".strip()

@@ -8,7 +8,7 @@ reference and for the speed comparison (BENCHMARKS.md, issue 13).
 """
 
 import functools
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
 import jax
 import jax.numpy as jnp
@@ -271,15 +271,22 @@ def evaluate(model, params, task_name: str, split: str,
   return score_predictions(task_name, examples, predicted)
 
 
-def split_examples(task_name: str, split: str,
-                   feature_lengths: Dict[str, int]) -> List[Dict[str, Any]]:
-  """A split's tokenized examples, in data order (SeqIO)."""
+def split_dataset(task_name: str, split: str,
+                  feature_lengths: Mapping[str, int]):
+  """A split's tokenized examples as a tf.data dataset, in data order
+  (SeqIO), one epoch."""
   import seqio  # pylint: disable=g-import-not-at-top
   task = seqio.get_mixture_or_task(task_name)
   with input_pipeline.without_autograph():
-    ds = task.get_dataset(sequence_length=feature_lengths, split=split,
-                          shuffle=False, num_epochs=1)
-  return list(ds.as_numpy_iterator())
+    return task.get_dataset(sequence_length=dict(feature_lengths),
+                            split=split, shuffle=False, num_epochs=1)
+
+
+def split_examples(task_name: str, split: str,
+                   feature_lengths: Dict[str, int]) -> List[Dict[str, Any]]:
+  """A split's tokenized examples, in data order (SeqIO)."""
+  return list(split_dataset(task_name, split,
+                            feature_lengths).as_numpy_iterator())
 
 
 def score_predictions(task_name: str, examples: Sequence[Dict[str, Any]],
