@@ -250,6 +250,45 @@ def test_bundle_pretrain_finetune_cell_trains_twice_there(
 
 
 
+def test_bundle_cell_selects_its_checkpoint_on_gooddev_there(
+    toy_experiment, tmp_path):  # pylint: disable=redefined-outer-name
+  import gin  # pylint: disable=g-import-not-at-top
+  # pylint: disable=g-import-not-at-top
+  from csl_jax.experiments import runner
+  from csl_jax.seq2seq import model_selection
+  from csl_jax.seq2seq import train as train_lib
+  # pylint: enable=g-import-not-at-top
+  gin.bind_parameter("seq2seq.TrainConfig.checkpoint_every", 2)
+  out, box = str(tmp_path / "exp"), str(tmp_path / "bundle")
+  kw = dict(dataset="tsv", splits=["toy"], data_dir=toy_experiment,
+            methods=[], seeds=[0], beam_size=1, decode_batch_size=16,
+            bundle=box, dev="gooddev")
+  assert runner.experiment(out, **kw)["pending"] == ["toy/original/seed_0"]
+  cell = os.path.join(box, "cells", "toy", "original", "seed_0")
+  with open(os.path.join(cell, "cell.json")) as f:
+    spec = json.load(f)
+  (held,) = model_selection.gooddev_rows(10, 0.1, 0).tolist()
+  dev = arrays.load(os.path.join(box, spec["dev"]))
+  test = arrays.load(os.path.join(box, spec["eval"]["test"]))
+  for k in arrays.FIELDS:
+    assert len(dev[k]) == 1
+    assert dev[k].row(0).tolist() == test[k].row(held).tolist()
+  bundle.run_bundle(box, progress=False)
+  (record,) = runner.experiment(out, **kw)["records"]
+  with open(os.path.join(cell, "outputs.json")) as f:
+    done = json.load(f)
+  assert [s for s, _ in done["train"]["dev_history"]] == [2, 4]
+  assert record["selected_step"] == done["train"]["selected_step"]
+  assert record["num_eval_examples"] == {"test": 9}
+  # The imported predictions are the selected parameters' here.
+  model, params = train_lib.load_params(os.path.join(cell, "train"),
+                                        selected=True)
+  rows, _ = decode.evaluate(model, params, "tsv_toy", "test",
+                            input_pipeline.lengths(6, 6), 16, 1)
+  with open(os.path.join(record["dir"], "test", "predictions.tsv")) as f:
+    assert f.read() == "".join("\t".join(r) + "\n" for r in rows)
+
+
 def test_bundle_pcfg_bt_reverse_model_then_cells(toy_experiment, tmp_path):  # pylint: disable=redefined-outer-name
   import gin  # pylint: disable=g-import-not-at-top
   from csl_jax.experiments import runner  # pylint: disable=g-import-not-at-top

@@ -331,6 +331,50 @@ def test_copies_get_vocabulary_pieces_and_union_rates(tiny, toy_data,
     assert json.load(f)["config"]["mixing"] == "union"
 
 
+# ---- model selection on a dev set ------------------------------------------
+
+def test_gooddev_selects_on_a_tenth_of_test_and_scores_the_rest(
+    tiny, toy_data, tmp_path):  # pylint: disable=redefined-outer-name,unused-argument
+  from csl_jax.seq2seq import model_selection  # pylint: disable=g-import-not-at-top
+  gin.bind_parameter("seq2seq.TrainConfig.checkpoint_every", 1)
+  out = str(tmp_path / "exp")
+  summary = _run(out, toy_data, methods=[], dev="gooddev", dev_seed=3)
+  (r,) = _records(out)
+  held = model_selection.gooddev_rows(10, 0.1, 3).tolist()
+  assert len(held) == 1
+  # The 9 other test rows are scored; every checkpoint was scored on dev.
+  assert r["num_eval_examples"] == {"test": 9}
+  with open(os.path.join(r["dir"], "summary.json")) as f:
+    cell = json.load(f)
+  history = cell["train"]["dev_history"]
+  assert [s for s, _ in history] == [1, 2, 3]
+  assert r["selected_step"] in (1, 2, 3)
+  assert r["dev_accuracy"] == max(a for _, a in history)
+  # The table's number: the predictions of the other rows, scored here.
+  with open(os.path.join(r["dir"], "test", "predictions.tsv")) as f:
+    rows = [line.rstrip("\n").split("\t") for line in f]
+  kept = [row for i, row in enumerate(rows) if i not in held]
+  assert r["accuracy"] == pytest.approx(
+      100 * sum(t == p for _, t, p in kept) / 9)
+  with open(os.path.join(r["dir"], "stage_key.json")) as f:
+    assert json.load(f)["config"]["dev"] == {
+        "part": "test", "fraction": 0.1, "seed": 3, "every": 1}
+  md = open(summary["markdown"], encoding="utf-8").read()
+  assert "checkpoint: the best dev exact match at a checkpoint, GOODDEV" in md
+  assert f"| {r['selected_step']} (dev " in md
+
+
+@pytest.mark.parametrize("kw,message", [
+    ({"dev": "test"}, "is an eval part"),
+    ({"dev": "nope"}, "has no nope part"),
+    ({"dev": "gooddev", "dev_fraction": 1.5}, "dev_fraction"),
+    ({"dev": 3}, "experiment.dev"),
+])
+def test_bad_dev_is_an_input_error(tiny, toy_data, tmp_path, kw, message):  # pylint: disable=redefined-outer-name,unused-argument
+  with pytest.raises(InputError, match=message):
+    _run(str(tmp_path / "exp"), toy_data, methods=[], **kw)
+
+
 # ---- bad gin: one line, exit 2 --------------------------------------------
 
 @pytest.mark.parametrize("text,message", [

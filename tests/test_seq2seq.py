@@ -30,6 +30,7 @@ from csl_jax.cli import train_seq2seq
 from csl_jax.seq2seq import decode
 from csl_jax.seq2seq import decode_reference
 from csl_jax.seq2seq import models
+from csl_jax.seq2seq import model_selection
 from csl_jax.seq2seq import models_reference
 from csl_jax.seq2seq import train
 from tasks import registry
@@ -315,10 +316,20 @@ def reverse_task(tmp_path_factory):
   registry.unregister_dataset("t_rev")
 
 
+def _dev(task):
+  """The training pairs as a dev set (ids): the checkpoints (80, 160, 200)
+  get more of them right as they are learnt."""
+  rows = decode.split_examples(task, "train", {
+      "inputs": TINY.max_input_len, "targets": TINY.max_target_len})
+  return [ex["inputs"] for ex in rows], [ex["targets"] for ex in rows]
+
+
 @pytest.fixture(scope="module")
 def trained(reverse_task, tmp_path_factory):
+  """Trained with a dev set: every checkpoint scored, the best kept."""
   out = str(tmp_path_factory.mktemp("rev_model"))
-  metrics = train.train(out, reverse_task[0], TINY, TRAIN, progress=False)
+  metrics = train.train(out, reverse_task[0], TINY, TRAIN, progress=False,
+                        dev=_dev(reverse_task[0]))
   return out, metrics
 
 
@@ -359,12 +370,39 @@ def test_killed_run_resumes_the_missing_steps(trained, reverse_task,
   # Killed after the checkpoint of step 160: resumed there, to the end.
   killed = _copy_run(out, tmp_path)
   shutil.rmtree(os.path.join(killed, "checkpoints", "200"))
-  more = train.train(killed, reverse_task[0], TINY, TRAIN, progress=False)
+  # ... and before step 160 was scored on the dev set: scored first.
+  with open(os.path.join(killed, model_selection.HISTORY_FILE), "w") as f:
+    json.dump({"history": trained[1]["dev_history"][:1]}, f)
+  more = train.train(killed, reverse_task[0], TINY, TRAIN, progress=False,
+                     dev=_dev(reverse_task[0]))
   assert more["start_step"] == 160 and more["steps"] == TRAIN.num_steps
   _, resumed = train.load_params(killed)
   for a, b in zip(jax.tree_util.tree_leaves(params),
                   jax.tree_util.tree_leaves(resumed)):
     np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+  assert more["dev_history"] == trained[1]["dev_history"]
+  assert more["selected_step"] == trained[1]["selected_step"]
+  for a, b in zip(
+      jax.tree_util.tree_leaves(train.load_params(out, selected=True)[1]),
+      jax.tree_util.tree_leaves(train.load_params(killed, selected=True)[1])):
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_every_checkpoint_scored_on_dev_and_the_best_kept(trained,
+                                                          reverse_task):
+  out, metrics = trained
+  history = metrics["dev_history"]
+  print("dev history", history)
+  assert [step for step, _ in history] == [80, 160, 200]
+  best = max(score for _, score in history)
+  assert best > 0 and metrics["dev_accuracy"] == best
+  assert metrics["selected_step"] == max(  # ties: the later step
+      step for step, score in history if score == best)
+  # The id-level score is the task's exact match of the selected params.
+  model, params = train.load_params(out, selected=True)
+  _, scored = decode.evaluate(model, params, reverse_task[0], "train", {
+      "inputs": TINY.max_input_len, "targets": TINY.max_target_len}, 32)
+  assert scored["exact_match"] == pytest.approx(best)
 
 
 def test_curriculum_run_resumes_the_same_batches(reverse_task, tmp_path):

@@ -166,13 +166,15 @@ def _run_table(records) -> List[List[str]]:
                  f"{r['accuracy']:.2f}", f"{r['train_seconds']:.0f}",
                  f"{r['decode_seconds']:.0f}",
                  f"{r.get('examples_per_second') or 0:.0f}",
-                 str(r["num_original"]), str(r["num_synthetic"])])
+                 str(r["num_original"]), str(r["num_synthetic"]),
+                 "last" if r.get("selected_step") is None else
+                 f"{r['selected_step']} (dev {r['dev_accuracy']:.2f})"])
   return rows
 
 
 _RUN_HEADER = ["split", "data", "seed", "exact match (%)", "train (s)",
                "decode (s)", "train examples/s", "original pairs",
-               "synthetic pairs"]
+               "synthetic pairs", "checkpoint (step)"]
 
 
 def write_tables(out_dir: str, records: Sequence[Mapping[str, Any]],
@@ -188,6 +190,7 @@ def write_tables(out_dir: str, records: Sequence[Mapping[str, Any]],
            f"{meta.get('num_steps')} training steps, batch "
            f"{meta.get('batch_size')}, beam {meta.get('beam_size')}, "
            f"eval parts {', '.join(meta.get('eval_parts', []))}; "
+           f"checkpoint: {meta.get('checkpoint') or 'the last'}; "
            f"{len(records)} of {meta.get('num_cells')} cells finished")
   md = [f"# {title}\n", setup + ".\n",
         "## Exact match (%), mean ± std over seeds (number of seeds)\n",

@@ -47,6 +47,7 @@ from csl_jax.pipeline import cache
 from csl_jax.pipeline import lock
 from csl_jax.seq2seq import bundle as bundle_lib
 from csl_jax.seq2seq import config as seq2seq_config
+from csl_jax.seq2seq import model_selection
 
 # The CSL sampler's seed: each cell's seed draws its own synthetic data.
 SYNTHETIC_SEED_PARAMS = ("SampleConfig.seed",)
@@ -130,6 +131,9 @@ class _Context:
   mixing: Mapping[str, str] = dataclasses.field(default_factory=dict)
   # Cells exported to this directory, trained elsewhere (seq2seq/bundle.py).
   bundle: Optional[str] = None
+  # Model selection (`experiment.dev`): {"part", "fraction", "seed"}, the
+  # fraction None for a whole part of its own; None: the last checkpoint.
+  dev: Optional[Mapping[str, Any]] = None
 
 
 def _train_vocab(directory: str, files: Sequence[str], model_type: str
@@ -166,8 +170,11 @@ def _cell_stage(cell: grid_lib.Cell, run_dir: str, synthetic: Optional[str],
   parts = {p: os.path.join(run_dir, augment_lib.DATA_DIR, f"{p}.tsv")
            for p in ctx.eval_parts}
   train_tsv = os.path.join(run_dir, augment_lib.DATA_DIR, "train.tsv")
+  dev_file = [os.path.join(run_dir, augment_lib.DATA_DIR,
+                           f"{ctx.dev['part']}.tsv")] \
+      if ctx.dev and ctx.dev["part"] not in ctx.eval_parts else []
   inputs = [vocab, train_tsv] + ([synthetic] if synthetic else []) + \
-      [parts[p] for p in ctx.eval_parts] + list(category_files)
+      [parts[p] for p in ctx.eval_parts] + list(category_files) + dev_file
   pretrain = cell.data != grid_lib.ORIGINAL and \
       ctx.regime == "pretrain_finetune"
   train_config = dataclasses.replace(ctx.train_config, seed=cell.seed)
@@ -186,6 +193,9 @@ def _cell_stage(cell: grid_lib.Cell, run_dir: str, synthetic: Optional[str],
       "decode": {"beam_size": ctx.beam_size, "parts": list(ctx.eval_parts)},
       # Only when set: the arrays trainer draws other batches (arrays.py).
       **({"trainer": "bundle"} if ctx.bundle else {}),
+      # Only when set; the checkpoints are what it chooses from.
+      **({"dev": {**ctx.dev, "every": train_config.checkpoint_every}}
+         if ctx.dev else {}),
   }
   name = _task_name(ctx.dataset, cell.split)
   train_task = name if cell.data == grid_lib.ORIGINAL else \
@@ -203,10 +213,29 @@ def _cell_stage(cell: grid_lib.Cell, run_dir: str, synthetic: Optional[str],
                            f"{parts[part]}: categories would misalign")
       atomic_write_text(os.path.join(directory, part, "predictions.tsv"),
                         "".join("\t".join(r) + "\n" for r in rows[part]))
-      summary["parts"][part] = results_lib.score(rows[part],
-                                                 categories.get(part))
+      kept, cats = rows[part], categories.get(part)
+      if ctx.dev and ctx.dev["part"] == part:  # GOODDEV: the other rows
+        held = set(model_selection.dev_rows(ctx.dev, len(kept)))
+        keep = [i for i in range(len(kept)) if i not in held]
+        kept = [kept[i] for i in keep]
+        cats = [cats[i] for i in keep] if cats else cats
+      summary["parts"][part] = results_lib.score(kept, cats)
+      # Of the whole part, the dev rows too.
       summary["parts"][part]["perplexity"] = perplexities[part]
+    for field in ("selected_step", "dev_accuracy"):
+      if field in summary["train"]:
+        summary[field] = summary["train"][field]
     return summary
+
+  def dev_ids(lengths):
+    """(input ids, target ids) of the dev rows, or None."""
+    if not ctx.dev:
+      return None
+    from csl_jax.seq2seq import decode  # pylint: disable=g-import-not-at-top
+    examples = decode.split_examples(name, ctx.dev["part"], lengths)
+    chosen = [examples[i] for i in
+              model_selection.dev_rows(ctx.dev, len(examples))]
+    return ([ex["inputs"] for ex in chosen], [ex["targets"] for ex in chosen])
 
   def run_bundled(directory: str) -> Dict[str, Any]:
     # pylint: disable=g-import-not-at-top
@@ -221,7 +250,8 @@ def _cell_stage(cell: grid_lib.Cell, run_dir: str, synthetic: Optional[str],
           ctx.eval_parts, ctx.model_config, train_config, ctx.beam_size,
           ctx.decode_batch_size,
           pretrain_task=f"{name}_{cell.data}_synthetic" if pretrain else None,
-          finetune_steps=ctx.finetune_steps if pretrain else None)
+          finetune_steps=ctx.finetune_steps if pretrain else None,
+          dev=ctx.dev)
       raise bundle_lib.Pending(cell.path)
     lengths = input_pipeline.lengths(ctx.model_config.max_input_len,
                                      ctx.model_config.max_target_len)
@@ -257,14 +287,16 @@ def _cell_stage(cell: grid_lib.Cell, run_dir: str, synthetic: Optional[str],
     train_dir = os.path.join(directory, "train")
     summary: Dict[str, Any] = {"split": cell.split, "data": cell.data,
                                "seed": cell.seed, "regime": config["regime"]}
+    dev = dev_ids(input_pipeline.lengths(ctx.model_config.max_input_len,
+                                         ctx.model_config.max_target_len))
     start = time.time()
     if cell.data == grid_lib.ORIGINAL:
       metrics = train_lib.train(train_dir, name, ctx.model_config,
-                                train_config, progress=False)
+                                train_config, progress=False, dev=dev)
     elif not pretrain:
       metrics = train_lib.train(train_dir, train_task,
                                 ctx.model_config, train_config,
-                                progress=False)
+                                progress=False, dev=dev)
     else:
       pre_dir = os.path.join(directory, "pretrain")
       pre = train_lib.train(pre_dir, f"{name}_{cell.data}_synthetic",
@@ -272,7 +304,7 @@ def _cell_stage(cell: grid_lib.Cell, run_dir: str, synthetic: Optional[str],
       metrics = train_lib.train(
           train_dir, name, ctx.model_config,
           dataclasses.replace(train_config, num_steps=ctx.finetune_steps),
-          progress=False, init_from=pre_dir)
+          progress=False, init_from=pre_dir, dev=dev)
       summary["pretrain"] = pre
     summary["train"] = metrics
     summary["train_seconds"] = time.time() - start
@@ -282,7 +314,7 @@ def _cell_stage(cell: grid_lib.Cell, run_dir: str, synthetic: Optional[str],
     summary["examples_per_second"] = sum(rates) / len(rates) if rates \
         else None
     model_config, _ = train_lib.load_config(train_dir)
-    model, params = train_lib.load_params(train_dir)
+    model, params = train_lib.load_params(train_dir, selected=bool(dev))
     lengths = input_pipeline.lengths(model_config.max_input_len,
                                      model_config.max_target_len)
     start = time.time()
@@ -321,11 +353,43 @@ def _record(cell: grid_lib.Cell, summary: Mapping[str, Any],
       # Teacher-forced, per target token (train.perplexity).
       "perplexity_by_part": {p: s.get("perplexity") for p, s in parts.items()},
       "cached": summary.get("cached"), "dir": cell_dir}
+  if summary.get("selected_step") is not None:
+    record["selected_step"] = summary["selected_step"]
+    record["dev_accuracy"] = summary["dev_accuracy"]
   cats = {p: s["by_category"] for p, s in parts.items()
           if "by_category" in s}
   if cats:
     record["by_category"] = cats
   return record
+
+
+def _dev_spec(dev: Optional[str], fraction: float, seed: int,
+              eval_parts: Sequence[str]
+              ) -> "tuple[Optional[Dict[str, Any]], str]":
+  """`experiment.dev` checked: the cells' dev spec and its description."""
+  if dev is None:
+    return None, "the last"
+  if not isinstance(dev, str) or not dev:
+    raise InputError(f"experiment.dev: {dev!r}; a part name or "
+                     f"{model_selection.GOODDEV!r}")
+  if dev == model_selection.GOODDEV:
+    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) \
+        or not 0 < fraction < 1:
+      raise InputError(f"experiment.dev_fraction: {fraction!r}; must be in "
+                       "(0, 1)")
+    if isinstance(seed, bool) or not isinstance(seed, int):
+      raise InputError(f"experiment.dev_seed: {seed!r}; an integer")
+    part = eval_parts[0]
+    return ({"part": part, "fraction": float(fraction), "seed": seed},
+            f"the best dev exact match at a checkpoint, GOODDEV (a random "
+            f"{fraction:.0%} of {part}, seed {seed}; {part} scored on the "
+            "other rows)")
+  if dev in eval_parts:
+    raise InputError(f"experiment.dev: {dev!r} is an eval part; select on "
+                     f"another part, or on a share of it with "
+                     f"{model_selection.GOODDEV!r}")
+  return ({"part": dev, "fraction": None, "seed": None},
+          f"the best exact match on {dev} at a checkpoint")
 
 
 @gin.configurable(module="experiment")
@@ -351,6 +415,9 @@ def experiment(out_dir: str,
                vocab_model_type: str = "word",
                mixing: str = "method",
                bundle: Optional[str] = None,
+               dev: Optional[str] = None,
+               dev_fraction: float = 0.1,
+               dev_seed: int = 0,
                wait: bool = False) -> Dict[str, Any]:
   """Runs (or resumes) the grid into `out_dir`; returns its summary.
 
@@ -390,6 +457,14 @@ def experiment(out_dir: str,
       there (token arrays and specs) for `csl-jax run-bundle` on a machine
       with an accelerator and JAX alone; rerun once the bundle is back to
       score and record them (`csl_jax/seq2seq/bundle.py`).
+    dev: model selection. None: the last checkpoint is scored. A part of
+      the data (e.g. `dev`): every checkpoint is decoded on it (greedy)
+      and the one of the best exact match is scored
+      (`csl_jax/seq2seq/model_selection.py`). "gooddev": Zhou et al.
+      2023's GOODDEV, the dev set is a random `dev_fraction` of the first
+      eval part (drawn by `dev_seed`: the same rows in every cell) and
+      that part is scored on its other rows.
+    dev_fraction, dev_seed: GOODDEV's share and draw.
     wait: wait for another process holding `out_dir` instead of stopping.
   """
   # pylint: disable=g-import-not-at-top
@@ -432,6 +507,7 @@ def experiment(out_dir: str,
                        f"{value!r}")
   eval_parts = list(eval_parts) if not isinstance(eval_parts, str) \
       else [eval_parts]
+  dev_spec, checkpoint = _dev_spec(dev, dev_fraction, dev_seed, eval_parts)
   categories = dict(categories or {})
   model_config = models.Seq2SeqConfig()
   train_config = train_lib.TrainConfig()
@@ -447,7 +523,7 @@ def experiment(out_dir: str,
           "model": configs.to_json(dataclasses.asdict(model_config)),
           "train": configs.to_json(dataclasses.asdict(train_config)),
           "methods": methods, "select": selectors or None,
-          "select_num": select_num,
+          "select_num": select_num, "checkpoint": checkpoint,
           "num_cells": len(cells)}
   needed = [m for m in methods if any(
       r == m or any(r.startswith(f"{m}_{s}_") for s in selectors)
@@ -520,6 +596,10 @@ def experiment(out_dir: str,
         if not os.path.exists(os.path.join(data_out, f"{part}.tsv")):
           raise InputError(f"experiment.eval_parts: {dataset} {split} has "
                            f"no {part} part", data_out)
+      if dev_spec and not os.path.exists(
+          os.path.join(data_out, f"{dev_spec['part']}.tsv")):
+        raise InputError(f"experiment.dev: {dataset} {split} has no "
+                         f"{dev_spec['part']} part", data_out)
       # Methods that make new tokens (primaug, augzero): the vocabulary
       # has them too, listed in a file of its inputs (only then: the
       # vocabulary of other grids keeps its key).
@@ -546,7 +626,8 @@ def experiment(out_dir: str,
     # 3. The cells.
     ctx = _Context(out_dir, dataset, regime, finetune_steps, eval_parts,
                    beam_size, decode_batch_size, model_config, train_config,
-                   row_mixing, os.path.abspath(bundle) if bundle else None)
+                   row_mixing, os.path.abspath(bundle) if bundle else None,
+                   dev_spec)
     records, cell_dirs, seconds, pending = [], {}, [], []
     for index, cell in enumerate(cells, start=1):
       run_dir = run_dirs[(cell.split, cell.seed)]

@@ -33,6 +33,7 @@ from csl_jax.errors import InputError
 from csl_jax.files import atomic_write_json
 from csl_jax.seq2seq import arrays
 from csl_jax.seq2seq import input_pipeline
+from csl_jax.seq2seq import model_selection
 
 ARRAYS_DIR = "arrays"
 CELLS_DIR = "cells"
@@ -91,12 +92,16 @@ def export_cell(bundle: str, cell: str, stage_key: str, task: str,
                 pretrain_task: Optional[str] = None,
                 finetune_steps: Optional[int] = None,
                 extra_parts: Optional[Mapping[str, Mapping[
-                    str, arrays.Ragged]]] = None) -> str:
+                    str, arrays.Ragged]]] = None,
+                dev: Optional[Mapping[str, Any]] = None) -> str:
   """Writes cell `cell` (a relative path) of training task or mixture
   `task`, scored on `eval_parts` of `eval_task`; returns its directory.
   With `pretrain_task`: trained on it first, then `finetune_steps` steps
   on `task` from those parameters. `extra_parts`: more parts to decode,
-  given as token arrays (e.g. backtranslation's programs). An earlier
+  given as token arrays (e.g. backtranslation's programs). `dev`: the
+  experiment's model selection (`model_selection.dev_rows`), its rows
+  exported as arrays: every checkpoint of the (final) training is scored
+  on them and the best decodes the parts. An earlier
   export of another stage key is replaced, outputs and all."""
   import seqio  # pylint: disable=g-import-not-at-top
   if train_config.curriculum != "none" or train_config.track_train_every:
@@ -133,6 +138,11 @@ def export_cell(bundle: str, cell: str, stage_key: str, task: str,
           "train": dataclasses.asdict(train_config),
           "train_data": data_of(task), "eval": evals,
           "beam_size": beam_size, "decode_batch_size": decode_batch_size}
+  if dev:
+    part = _task_arrays(eval_task, dev["part"], lengths)
+    rows = model_selection.dev_rows(dev, len(part["inputs"]))
+    spec["dev"] = _save_arrays(bundle, {k: arrays.Ragged.from_rows(
+        [part[k].row(i) for i in rows]) for k in arrays.FIELDS})
   if pretrain_task:
     spec["pretrain"] = {"task": pretrain_task,
                         "train_data": data_of(pretrain_task)}
@@ -205,7 +215,7 @@ def run_cell(bundle: str, cell: str, progress: bool = False
   lengths = input_pipeline.lengths(model_config.max_input_len,
                                    model_config.max_target_len)
 
-  def train(out, name, train_data, config, init_from=None):
+  def train(out, name, train_data, config, init_from=None, dev=None):
     tasks = [arrays.load(os.path.join(bundle, t["arrays"]))
              for t in train_data]
     rates = [t["rate"] for t in train_data]
@@ -218,7 +228,9 @@ def run_cell(bundle: str, cell: str, progress: bool = False
         lambda first: arrays.batches(tasks, rates, lengths,
                                      config.batch_size, config.bucket_width,
                                      config.seed, first),
-        progress=progress, init_from=init_from)
+        progress=progress, init_from=init_from,
+        select=train_lib.selector(os.path.join(directory, out), model_config,
+                                  dev, config.batch_size))
 
   start = time.time()
   config = TrainConfig(**spec["train"])
@@ -228,10 +240,16 @@ def run_cell(bundle: str, cell: str, progress: bool = False
     pretrained = train("pretrain", pre["task"], pre["train_data"],
                        TrainConfig(**{**spec["train"],
                                       "num_steps": spec["pretrain_steps"]}))
+  dev = None
+  if spec.get("dev"):
+    data = arrays.load(os.path.join(bundle, spec["dev"]))
+    dev = tuple([data[k].row(i) for i in range(len(data[k]))]
+                for k in ("inputs", "targets"))
   metrics = train("train", spec["task"], spec["train_data"], config,
-                  os.path.join(directory, "pretrain") if pre else None)
+                  os.path.join(directory, "pretrain") if pre else None, dev)
   train_seconds = time.time() - start
-  model, params = train_lib.load_params(os.path.join(directory, "train"))
+  model, params = train_lib.load_params(os.path.join(directory, "train"),
+                                        selected=dev is not None)
   data_sharding, replicated = train_lib.shardings(train_lib.make_mesh())
   state = jax.device_put(train_state.TrainState.create(
       apply_fn=model.apply, params=params, tx=optax.identity()), replicated)

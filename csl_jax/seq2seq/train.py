@@ -19,7 +19,7 @@ import hashlib
 import json
 import os
 import time
-from typing import Any, Callable, Dict, Iterator, Optional
+from typing import Any, Callable, Dict, Iterator, Optional, Sequence, Tuple
 
 from absl import logging
 from flax.training import train_state
@@ -34,6 +34,7 @@ from csl_jax.errors import InputError
 from csl_jax.files import atomic_write_json
 from csl_jax.seq2seq import input_pipeline
 from csl_jax.seq2seq import curriculum as curriculum_lib
+from csl_jax.seq2seq import model_selection
 from csl_jax.seq2seq import models
 from csl_jax.seq2seq.config import TrainConfig  # pylint: disable=unused-import
 from csl_jax.seq2seq.config import train_key
@@ -272,10 +273,13 @@ def restore(manager: ocp.CheckpointManager, state, step=None):
   return state.replace(**restored)
 
 
-def load_params(model_dir: str):
-  """(model, params) of a trained directory's latest checkpoint."""
+def load_params(model_dir: str, selected: bool = False):
+  """(model, params) of a trained directory's latest checkpoint, or with
+  `selected` its checkpoint chosen on a dev set (`model_selection.py`)."""
   config, _ = load_config(model_dir)
   model, params = models.init_params(config, jax.random.PRNGKey(0))
+  if selected:
+    return model, model_selection.load_selected(model_dir, params)
   manager = checkpoint_manager(model_dir)
   step = manager.latest_step()
   if step is None:
@@ -366,8 +370,15 @@ def train(out_dir: str, task: str,
           config: Optional[TrainConfig] = None,
           extra_config: Optional[Dict[str, Any]] = None,
           progress: bool = True,
-          init_from: Optional[str] = None) -> Dict[str, Any]:
+          init_from: Optional[str] = None,
+          dev: Optional[Tuple[Sequence[Sequence[int]],
+                              Sequence[Sequence[int]]]] = None
+          ) -> Dict[str, Any]:
   """Trains (resuming from OUT/checkpoints); returns the final metrics.
+
+  With `dev` ((input ids, target ids) of a dev set), every checkpoint is
+  scored on it and the best kept (`model_selection.py`; `load_params(...,
+  selected=True)`).
 
   With `init_from` (a trained directory of the same model config), a fresh
   run starts from that run's latest parameters (a fresh optimizer, step 0):
@@ -408,7 +419,20 @@ def train(out_dir: str, task: str,
              extra_config=extra_config, progress=progress,
              init_from=init_from,
              evaluate=evaluate if config.eval_split else None,
-             track=track if config.track_train_every else None)
+             track=track if config.track_train_every else None,
+             select=selector(out_dir, model_config, dev, config.batch_size))
+
+
+def selector(out_dir: str, model_config, dev, batch_size: int
+             ) -> Optional[model_selection.Selector]:
+  """`fit`'s `select` of a dev set ((input ids, target ids)), or None."""
+  if dev is None:
+    return None
+  inputs, targets = dev
+  return model_selection.Selector(out_dir, model_selection.scorer(
+      models.transformer(model_config), inputs, targets,
+      model_config.max_input_len, model_config.max_target_len, batch_size),
+                                  model_selection.dev_digest(inputs, targets))
 
 
 def fit(out_dir: str, model_config, config: TrainConfig,
@@ -416,14 +440,16 @@ def fit(out_dir: str, model_config, config: TrainConfig,
         extra_config: Optional[Dict[str, Any]] = None,
         progress: bool = True, init_from: Optional[str] = None,
         evaluate: Optional[Callable[[Any, Any], Dict[str, float]]] = None,
-        track: Optional[Callable[[Any, int], None]] = None
+        track: Optional[Callable[[Any, int], None]] = None,
+        select: Optional[model_selection.Selector] = None
         ) -> Dict[str, Any]:
   """The training loop of `train`, on any data: `batches(start)` yields
   the batches of steps start, start + 1, ... (numpy features; the same
   ones for a given start whenever called, so a resumed run keeps its
   data order); `key` (`run_key`'s parts) identifies the run. `evaluate`
   (state, sharding) -> losses on a held-out split at each checkpoint;
-  `track(params, step)` every `config.track_train_every` steps."""
+  `track(params, step)` every `config.track_train_every` steps; `select`
+  scores each checkpoint once it is saved and keeps the best."""
   os.makedirs(out_dir, exist_ok=True)
   key = dict(key)
   if init_from:
@@ -444,6 +470,8 @@ def fit(out_dir: str, model_config, config: TrainConfig,
     state = state.replace(params=load_params(init_from)[1])
   state = jax.device_put(restore(manager, state), replicated)
   start = int(state.step)
+  if select and select.resume(start):  # killed before scoring its last
+    select(state.params, start)
   batches = batches(start)
   rates = learning_rates(config)
   summaries = TensorBoardWriter(os.path.join(out_dir, "tensorboard"))
@@ -492,6 +520,11 @@ def fit(out_dir: str, model_config, config: TrainConfig,
       eval_seconds += time.time() - tick
     if done % config.checkpoint_every == 0 or done == config.num_steps:
       manager.save(done, args=ocp.args.StandardSave(_pytree(state)))
+      if select:
+        manager.wait_until_finished()  # scored only once it is on disk
+        tick = time.time()
+        select(state.params, done)
+        eval_seconds += time.time() - tick
       if evaluate:
         tick = time.time()
         metrics["eval"] = evaluate(state, data_sharding)
@@ -509,6 +542,8 @@ def fit(out_dir: str, model_config, config: TrainConfig,
     metrics["examples_per_second"] = (timed_steps * config.batch_size
                                       / max(steady_seconds, 1e-9))
   metrics["steps"] = int(state.step)
+  if select:
+    metrics.update(select.summary())
   metrics["num_devices"] = n_dev
   metrics["wall_seconds"] = time.time() - wall_start
   logging.info("seq2seq train: %s", metrics)
