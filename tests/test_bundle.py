@@ -90,6 +90,38 @@ def test_task_arrays_equal_seqio_examples_across_fetch_batches(
     seqio.TaskRegistry.remove("t_fetch")
 
 
+def test_export_tokenizes_each_content_once(tmp_path, monkeypatch):
+  """The same files under another directory (another seed's run) reuse
+  their arrays; other contents, a prefix or other lengths do not."""
+  calls = []
+  real = bundle._task_arrays  # pylint: disable=protected-access
+  monkeypatch.setattr(bundle, "_task_arrays", lambda *a: (
+      calls.append(a), real(*a))[1])
+  rows = [(f"a {i}", f"b {i}") for i in range(5)]
+  for name in ("one", "two", "other"):
+    (tmp_path / name).mkdir()
+    files.write_pairs(tmp_path / name / "train.tsv",
+                      rows if name != "other" else rows[:4])
+  box = str(tmp_path / "box")
+  lengths = input_pipeline.lengths(6, 6)
+
+  def export(directory, prefix=None, size=lengths):
+    registry.register_dataset("t_memo", tmp_path / directory,
+                              vocabulary=seqio.ByteVocabulary(),
+                              input_prefix=prefix)
+    return bundle._saved_task_arrays(box, "t_memo", "train", size)  # pylint: disable=protected-access
+
+  try:
+    first = export("one")
+    assert export("two") == first and len(calls) == 1
+    assert export("other") != first and len(calls) == 2
+    assert export("one", prefix="p: ") != first and len(calls) == 3
+    assert export("one", size=input_pipeline.lengths(3, 6)) != first
+    assert export("one") == first and len(calls) == 4
+  finally:
+    seqio.TaskRegistry.remove("t_memo")
+
+
 def test_lane_environment_turns_gpu_autotuning_off_unless_set():
   env = bundle.lane_environment(4, {"XLA_FLAGS": "--xla_dump_to=/d", "A": "1"})
   assert env["XLA_FLAGS"] == "--xla_dump_to=/d --xla_gpu_autotune_level=0"
@@ -196,12 +228,29 @@ def test_bundle_cells_train_without_tensorflow_and_score_here(
   code = ("import sys; sys.modules['tensorflow'] = None; "
           "sys.modules['seqio'] = None; "
           "from csl_jax.cli import main; sys.exit(main.main("
-          f"['run-bundle', {box!r}, '--lanes', '2']))")
+          f"['run-bundle', {box!r}, '--lanes', '2', '--pack', "
+          f"{str(tmp_path / 'back.tgz')!r}]))")
   env = dict(os.environ, PYTHONPATH=_REPO_ROOT + os.pathsep +
              os.environ.get("PYTHONPATH", ""), JAX_PLATFORMS="cpu")
   done = subprocess.run([sys.executable, "-c", code], env=env,
                         capture_output=True, text=True, check=False)
   assert done.returncode == 0, done.stderr[-2000:]
+  assert bundle.pending_cells(box) == []
+  # What comes back from the accelerator: the outputs and learning curves
+  # alone (not the checkpoints), unpacked over the exported bundle.
+  import tarfile  # pylint: disable=g-import-not-at-top
+  with tarfile.open(tmp_path / "back.tgz") as tar:
+    names = tar.getnames()
+    for seed in (0, 1):
+      cell = f"cells/toy/original/seed_{seed}"
+      assert f"{cell}/outputs.json" in names
+      assert f"{cell}/outputs.npz" in names
+      assert any(n.startswith(f"{cell}/train/tensorboard/") for n in names)
+    assert not any("checkpoints" in n for n in names)
+    for cell in ("seed_0", "seed_1"):
+      os.remove(os.path.join(box, "cells", "toy", "original", cell,
+                             "outputs.json"))
+    tar.extractall(box, filter="data")
   assert bundle.pending_cells(box) == []
   second = runner.experiment(out, **kw)
   assert "pending" not in second
@@ -278,6 +327,8 @@ def test_bundle_cell_selects_its_checkpoint_on_gooddev_there(
   with open(os.path.join(cell, "outputs.json")) as f:
     done = json.load(f)
   assert [s for s, _ in done["train"]["dev_history"]] == [2, 4]
+  assert "cells/toy/original/seed_0/train/selection.json" in \
+      bundle.pack_outputs(box, str(tmp_path / "back.tgz"))
   assert record["selected_step"] == done["train"]["selected_step"]
   assert record["num_eval_examples"] == {"test": 9}
   # The imported predictions are the selected parameters' here.

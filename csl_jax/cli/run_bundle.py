@@ -14,6 +14,10 @@ def add_parser(subparsers) -> None:
   p.add_argument("--lanes", type=int, default=1,
                  help="cells trained at once, one process each, sharing "
                  "the accelerator")
+  p.add_argument("--pack", default=None, metavar="FILE",
+                 help="then write FILE, a .tar.gz of the finished cells' "
+                 "outputs (what the experiment reads back; unpack with "
+                 "`tar xzf FILE -C DIR` beside the experiment)")
   p.add_argument("--lane", type=int, default=None,
                  help=argparse.SUPPRESS)  # run_bundle's own processes
 
@@ -22,4 +26,7 @@ def main(args) -> int:
   result = bundle.run_bundle(args.bundle, max(args.lanes, 1), args.lane)
   print(f"[run-bundle] {len(result['cells'])} cell(s) run, "
         f"{len(result['left'])} left in {args.bundle}")
+  if args.pack and args.lane is None:
+    packed = bundle.pack_outputs(args.bundle, args.pack)
+    print(f"[run-bundle] {len(packed)} file(s) packed into {args.pack}")
   return 0 if not result["left"] or args.lane is not None else 1

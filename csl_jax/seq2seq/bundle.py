@@ -19,12 +19,14 @@ whose data or settings changed since it was exported are never imported.
 """
 
 import dataclasses
+import functools
+import hashlib
 import json
 import os
 import subprocess
 import sys
 import time
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -64,6 +66,64 @@ def _save_arrays(bundle: str, data: Mapping[str, arrays.Ragged]) -> str:
   digest = arrays.save(tmp, data)
   rel = os.path.join(ARRAYS_DIR, f"{digest}.npz")
   os.replace(tmp, os.path.join(bundle, rel))
+  return rel
+
+
+def _describe(obj: Any, depth: int = 0) -> Any:
+  """A preprocessor by what it does: a function by its name and the values
+  it closes over (`prefix_inputs`' prefix), an object by its class and
+  attributes; never by address."""
+  if isinstance(obj, (str, bytes, int, float, bool, type(None))):
+    return repr(obj)
+  if depth > 4:
+    return type(obj).__qualname__
+  if isinstance(obj, functools.partial):
+    return ("partial", _describe(obj.func, depth + 1),
+            [_describe(a, depth + 1) for a in obj.args],
+            sorted((k, _describe(v, depth + 1))
+                   for k, v in obj.keywords.items()))
+  if hasattr(obj, "__code__"):
+    return (obj.__module__, obj.__qualname__,
+            [_describe(c.cell_contents, depth + 1)
+             for c in obj.__closure__ or ()])
+  return (type(obj).__module__, type(obj).__qualname__,
+          sorted((k, _describe(v, depth + 1))
+                 for k, v in getattr(obj, "__dict__", {}).items()))
+
+
+def _content_key(task_name: str, split: str,
+                 lengths: Mapping[str, int]) -> str:
+  """What a split's token arrays depend on: the contents of its files, the
+  task's preprocessors and vocabularies and the lengths. Cells whose runs
+  hold the same data under other directories (every seed's `original`,
+  AugZero's copies, the eval parts) share one tokenization."""
+  import seqio  # pylint: disable=g-import-not-at-top
+  from csl_jax.seq2seq import train as train_lib  # pylint: disable=g-import-not-at-top
+  task = seqio.get_mixture_or_task(task_name)
+  h = hashlib.sha256(repr((split, sorted(lengths.items()), [
+      _describe(p) for p in task.preprocessors])).encode())
+  for path in sorted(task.source.list_shards(split)):
+    h.update(train_lib._sha256(path).encode())  # pylint: disable=protected-access
+  for name, feature in sorted(task.output_features.items()):
+    vocab = feature.vocabulary
+    model = getattr(vocab, "sp_model", None)
+    h.update(name.encode() + repr(
+        (hashlib.sha256(model).hexdigest(), vocab.extra_ids) if model
+        else _describe(vocab)).encode())
+  return h.hexdigest()
+
+
+_SAVED: Dict[Tuple[str, str], str] = {}  # (bundle, content key) -> arrays
+
+
+def _saved_task_arrays(bundle: str, task_name: str, split: str,
+                       lengths: Mapping[str, int]) -> str:
+  """`_save_arrays` of `_task_arrays`, once per content in this process."""
+  key = (os.path.abspath(bundle), _content_key(task_name, split, lengths))
+  rel = _SAVED.get(key)
+  if rel is None or not os.path.exists(os.path.join(bundle, rel)):
+    rel = _SAVED[key] = _save_arrays(bundle, _task_arrays(task_name, split,
+                                                          lengths))
   return rel
 
 
@@ -125,11 +185,10 @@ def export_cell(bundle: str, cell: str, stage_key: str, task: str,
                 for t in provider.tasks]
                if isinstance(provider, seqio.Mixture) else [(name, 1.0)])
     return [{"task": member, "rate": rate,
-             "arrays": _save_arrays(bundle, _task_arrays(member, "train",
-                                                         lengths))}
+             "arrays": _saved_task_arrays(bundle, member, "train", lengths)}
             for member, rate in sorted(members)]
 
-  evals = {p: _save_arrays(bundle, _task_arrays(eval_task, p, lengths))
+  evals = {p: _saved_task_arrays(bundle, eval_task, p, lengths)
            for p in eval_parts}
   evals.update({p: _save_arrays(bundle, data)
                 for p, data in (extra_parts or {}).items()})
@@ -139,7 +198,8 @@ def export_cell(bundle: str, cell: str, stage_key: str, task: str,
           "train_data": data_of(task), "eval": evals,
           "beam_size": beam_size, "decode_batch_size": decode_batch_size}
   if dev:
-    part = _task_arrays(eval_task, dev["part"], lengths)
+    part = arrays.load(os.path.join(bundle, _saved_task_arrays(
+        bundle, eval_task, dev["part"], lengths)))
     rows = model_selection.dev_rows(dev, len(part["inputs"]))
     spec["dev"] = _save_arrays(bundle, {k: arrays.Ragged.from_rows(
         [part[k].row(i) for i in rows]) for k in arrays.FIELDS})
@@ -272,6 +332,33 @@ def run_cell(bundle: str, cell: str, progress: bool = False
           "device": str(jax.devices()[0].device_kind)}
   atomic_write_json(os.path.join(directory, OUTPUTS_FILE), done)
   return done
+
+
+def pack_outputs(bundle: str, path: str) -> List[str]:
+  """Writes `path`, a .tar.gz of what the experiment reads back from the
+  finished cells (outputs, their learning curves and dev scores), by paths
+  relative to the bundle: `tar xzf FILE -C BUNDLE` where the experiment
+  runs. Returns the packed paths."""
+  import tarfile  # pylint: disable=g-import-not-at-top
+  root = os.path.join(bundle, CELLS_DIR)
+  packed = []
+  for dirpath, _, names in os.walk(root):
+    if OUTPUTS_FILE not in names:
+      continue
+    for dirpath2, _, names2 in os.walk(dirpath):
+      rel = os.path.relpath(dirpath2, dirpath)
+      for name in names2:
+        if (rel == "." and name in (OUTPUTS_FILE, PREDICTIONS_FILE)) or \
+            "tensorboard" in rel.split(os.sep) or \
+            name == model_selection.HISTORY_FILE:
+          packed.append(os.path.relpath(os.path.join(dirpath2, name), bundle))
+  packed.sort()
+  tmp = f"{path}.tmp.{os.getpid()}"
+  with tarfile.open(tmp, "w:gz") as tar:
+    for rel in packed:
+      tar.add(os.path.join(bundle, rel), arcname=rel)
+  os.replace(tmp, path)
+  return packed
 
 
 def lane_environment(lanes: int, environ: Mapping[str, str]
