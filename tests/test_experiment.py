@@ -362,6 +362,21 @@ def test_gooddev_selects_on_a_tenth_of_test_and_scores_the_rest(
   md = open(summary["markdown"], encoding="utf-8").read()
   assert "checkpoint: the best dev exact match at a checkpoint, GOODDEV" in md
   assert f"| {r['selected_step']} (dev " in md
+  # A part of its own: every test row is scored, the dev part keys the cell.
+  with open(os.path.join(toy_data, "train.tsv"), encoding="utf-8") as f:
+    dev_rows = f.readlines()[:5]
+  with open(os.path.join(toy_data, "dev.tsv"), "w", encoding="utf-8") as f:
+    f.writelines(dev_rows)
+  _run(str(tmp_path / "named"), toy_data, methods=[], dev="dev")
+  (named,) = _records(str(tmp_path / "named"))
+  assert named["num_eval_examples"] == {"test": 10}
+  with open(os.path.join(named["dir"], "summary.json")) as f:
+    assert [s for s, _ in json.load(f)["train"]["dev_history"]] == [1, 2, 3]
+  with open(os.path.join(named["dir"], "stage_key.json")) as f:
+    key = json.load(f)
+  assert key["config"]["dev"] == {"part": "dev", "fraction": None,
+                                  "seed": None, "every": 1}
+  assert len(key["input_hashes"]) == 4  # vocab, train, test, dev
 
 
 @pytest.mark.parametrize("kw,message", [
