@@ -327,8 +327,17 @@ def test_bundle_cell_selects_its_checkpoint_on_gooddev_there(
   with open(os.path.join(cell, "outputs.json")) as f:
     done = json.load(f)
   assert [s for s, _ in done["train"]["dev_history"]] == [2, 4]
-  assert "cells/toy/original/seed_0/train/selection.json" in \
-      bundle.pack_outputs(box, str(tmp_path / "back.tgz"))
+  from csl_jax.cli import main as cli_main  # pylint: disable=g-import-not-at-top
+  back = str(tmp_path / "back.tgz")
+  assert cli_main.main(["run-bundle", box, "--pack", back,
+                        "--pack_only"]) == 0
+  import tarfile  # pylint: disable=g-import-not-at-top
+  with tarfile.open(back) as tar:
+    assert "cells/toy/original/seed_0/train/selection.json" in \
+        tar.getnames()
+  assert cli_main.main(["run-bundle", box, "--pack_only"]) == 2
+  assert cli_main.main(["run-bundle", str(tmp_path), "--pack", back,
+                        "--pack_only"]) == 2
   assert record["selected_step"] == done["train"]["selected_step"]
   assert record["num_eval_examples"] == {"test": 9}
   # The imported predictions are the selected parameters' here.

@@ -3,6 +3,7 @@ cells (`experiment.bundle`) where an accelerator is, with JAX alone."""
 
 import argparse
 
+from csl_jax.errors import InputError
 from csl_jax.seq2seq import bundle
 
 
@@ -18,15 +19,25 @@ def add_parser(subparsers) -> None:
                  help="then write FILE, a .tar.gz of the finished cells' "
                  "outputs (what the experiment reads back; unpack with "
                  "`tar xzf FILE -C DIR` beside the experiment)")
+  p.add_argument("--pack_only", action="store_true",
+                 help="train nothing: only --pack what is finished (e.g. "
+                 "after a run stopped by a time limit)")
   p.add_argument("--lane", type=int, default=None,
                  help=argparse.SUPPRESS)  # run_bundle's own processes
 
 
 def main(args) -> int:
-  result = bundle.run_bundle(args.bundle, max(args.lanes, 1), args.lane)
+  if args.pack_only:
+    if not args.pack:
+      raise InputError("--pack_only needs --pack FILE")
+    result = {"cells": [], "left": bundle.pending_cells(args.bundle)}
+  else:
+    result = bundle.run_bundle(args.bundle, max(args.lanes, 1), args.lane)
   print(f"[run-bundle] {len(result['cells'])} cell(s) run, "
         f"{len(result['left'])} left in {args.bundle}")
   if args.pack and args.lane is None:
     packed = bundle.pack_outputs(args.bundle, args.pack)
     print(f"[run-bundle] {len(packed)} file(s) packed into {args.pack}")
+  if args.pack_only:
+    return 0
   return 0 if not result["left"] or args.lane is not None else 1

@@ -341,6 +341,8 @@ def pack_outputs(bundle: str, path: str) -> List[str]:
   runs. Returns the packed paths."""
   import tarfile  # pylint: disable=g-import-not-at-top
   root = os.path.join(bundle, CELLS_DIR)
+  if not os.path.isdir(root):
+    raise InputError("not a bundle (no cells/)", bundle)
   packed = []
   for dirpath, _, names in os.walk(root):
     if OUTPUTS_FILE not in names:
