@@ -311,9 +311,15 @@ def test_bundle_cell_selects_its_checkpoint_on_gooddev_there(
   out, box = str(tmp_path / "exp"), str(tmp_path / "bundle")
   kw = dict(dataset="tsv", splits=["toy"], data_dir=toy_experiment,
             methods=[], seeds=[0], beam_size=1, decode_batch_size=16,
-            bundle=box, dev="gooddev")
+            bundle=box)
+  # Exported (and, say, trained) without a dev set first: exported again
+  # with one, its training restarts (its checkpoints were never scored).
   assert runner.experiment(out, **kw)["pending"] == ["toy/original/seed_0"]
   cell = os.path.join(box, "cells", "toy", "original", "seed_0")
+  os.makedirs(os.path.join(cell, "train"))
+  kw["dev"] = "gooddev"
+  assert runner.experiment(out, **kw)["pending"] == ["toy/original/seed_0"]
+  assert not os.path.exists(os.path.join(cell, "train"))
   with open(os.path.join(cell, "cell.json")) as f:
     spec = json.load(f)
   (held,) = model_selection.gooddev_rows(10, 0.1, 0).tolist()

@@ -388,6 +388,21 @@ def test_killed_run_resumes_the_missing_steps(trained, reverse_task,
     np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
+def test_a_run_trained_without_the_dev_set_is_not_selected_on_it(
+    trained, reverse_task, tmp_path):
+  from csl_jax.errors import InputError  # pylint: disable=g-import-not-at-top
+  run = _copy_run(trained[0], tmp_path)
+  for name in (model_selection.SELECTED_FILE, model_selection.HISTORY_FILE):
+    os.remove(os.path.join(run, name))
+  # Steps 80 and 160 were never scored: choosing among them is impossible.
+  with pytest.raises(InputError, match=r"steps \[80, 160\] were never"):
+    train.train(run, reverse_task[0], TINY, TRAIN, progress=False,
+                dev=_dev(reverse_task[0]))
+  # Without a dev set it resumes (and trains nothing: it is finished).
+  assert train.train(run, reverse_task[0], TINY, TRAIN,
+                     progress=False)["start_step"] == TRAIN.num_steps
+
+
 def test_every_checkpoint_scored_on_dev_and_the_best_kept(trained,
                                                           reverse_task):
   out, metrics = trained

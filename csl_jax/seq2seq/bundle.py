@@ -23,6 +23,7 @@ import functools
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -174,6 +175,8 @@ def export_cell(bundle: str, cell: str, stage_key: str, task: str,
   for name in (OUTPUTS_FILE, PREDICTIONS_FILE):
     if os.path.exists(os.path.join(directory, name)):
       os.remove(os.path.join(directory, name))
+  old_dev = (spec or {}).get("dev"), (spec or {}).get(
+      "train", {}).get("checkpoint_every")
   from csl_jax.seq2seq import train as train_lib  # pylint: disable=g-import-not-at-top
   model_config = train_lib.sized_for(model_config, task)
   lengths = input_pipeline.lengths(model_config.max_input_len,
@@ -203,6 +206,9 @@ def export_cell(bundle: str, cell: str, stage_key: str, task: str,
     rows = model_selection.dev_rows(dev, len(part["inputs"]))
     spec["dev"] = _save_arrays(bundle, {k: arrays.Ragged.from_rows(
         [part[k].row(i) for i in rows]) for k in arrays.FIELDS})
+  if dev and old_dev != (spec["dev"], train_config.checkpoint_every):
+    # Its checkpoints were not scored on this dev set: train again.
+    shutil.rmtree(os.path.join(directory, "train"), ignore_errors=True)
   if pretrain_task:
     spec["pretrain"] = {"task": pretrain_task,
                         "train_data": data_of(pretrain_task)}

@@ -136,6 +136,12 @@ class Selector:
         self.history = [list(e) for e in read_json(
             os.path.join(out_dir, HISTORY_FILE))["history"]]
 
+  def missing(self, start: int, every: int) -> List[int]:
+    """Checkpoint steps before `start` (every `every`) with no score: a run
+    trained without this dev set cannot choose among them."""
+    scored = {int(e[0]) for e in self.history}
+    return [s for s in range(every, start, every) if s not in scored]
+
   def resume(self, start: int) -> bool:
     """Drops scores of steps after `start` (to be trained again); whether
     step `start` itself still needs its score."""

@@ -470,8 +470,16 @@ def fit(out_dir: str, model_config, config: TrainConfig,
     state = state.replace(params=load_params(init_from)[1])
   state = jax.device_put(restore(manager, state), replicated)
   start = int(state.step)
-  if select and select.resume(start):  # killed before scoring its last
-    select(state.params, start)
+  if select:
+    missed = select.missing(start, config.checkpoint_every)
+    if missed:
+      raise InputError(
+          f"{out_dir}: its checkpoints of steps {missed[:3]} were never "
+          "scored on this dev set (trained without one?); train into a new "
+          "directory to select a checkpoint", os.path.join(
+              out_dir, model_selection.HISTORY_FILE))
+    if select.resume(start):  # killed before scoring its last
+      select(state.params, start)
   batches = batches(start)
   rates = learning_rates(config)
   summaries = TensorBoardWriter(os.path.join(out_dir, "tensorboard"))
