@@ -170,3 +170,29 @@ def test_train_rejects_paths_a_pod_cannot_share(args, message):
                                     "status_tpu.sh"])
 def test_bad_flags_exit_2(script, args):
   assert run(script, *args).returncode == 2
+
+
+def test_gpu_bundle_runs_lanes_in_time_then_packs():
+  out = run("gpu_bundle.sh", "--bundle", "B", "--lanes", "10", "--pack",
+            "/o/back.tgz", "--seconds", "540", "--wheels", "W", "--dry_run")
+  assert out.returncode == 0, out.stderr
+  commands = _commands(out)
+  assert commands[0][:5] == ["pip", "install", "--quiet", "--no-deps",
+                             "--target"]
+  assert ["nvidia-cuda-mps-control", "-d"] in commands
+  assert commands[-2] == ["timeout", "--kill-after=10", "540", "python3",
+                          "-m", "csl_jax.cli.main", "run-bundle", "B",
+                          "--lanes", "10"]
+  assert commands[-1] == ["python3", "-m", "csl_jax.cli.main", "run-bundle",
+                          "B", "--pack", "/o/back.tgz", "--pack_only"]
+  one = _commands(run("gpu_bundle.sh", "--bundle", "B", "--pack", "p",
+                      "--dry_run"))
+  assert one == [["python3", "-m", "csl_jax.cli.main", "run-bundle", "B",
+                  "--lanes", "1"],
+                 ["python3", "-m", "csl_jax.cli.main", "run-bundle", "B",
+                  "--pack", "p", "--pack_only"]]
+  for bad, message in ((["--pack", "p"], "--bundle is required"),
+                       (["--bundle", "B", "--pack", "p", "--lanes", "0"],
+                        "--lanes")):
+    out = run("gpu_bundle.sh", *bad, "--dry_run")
+    assert out.returncode == 2 and message in out.stderr
