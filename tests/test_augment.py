@@ -98,14 +98,34 @@ def test_run_directory_contract(run_dir):
   assert set(_cached(run_dir).values()) == {False}
 
 
-def test_only_changed_stages_rerun(run_dir, small_scan):
+def test_only_changed_stages_rerun(run_dir, small_scan, monkeypatch):
   png = os.path.join(run_dir, "report_files", "output_length.png")
   drawn = os.stat(png).st_mtime_ns
+  from csl_jax.pipeline import report  # pylint: disable=g-import-not-at-top
+  real_read = report.tsv.read_tsv
+
+  def unread(path, *a, **k):
+    raise AssertionError(f"the report read {path} again")
+
+  # Every stage cached: the report's data section is not read again (a
+  # method's millions of lines), only its stage times are rewritten.
+  monkeypatch.setattr(report.tsv, "read_tsv", unread)
   assert _run(run_dir, small_scan) == 0
+  monkeypatch.setattr(report.tsv, "read_tsv", real_read)
   assert set(_cached(run_dir).values()) == {True}
   assert os.stat(png).st_mtime_ns == drawn  # the same figure is kept
+  with open(os.path.join(run_dir, "report.md")) as f:
+    text = f.read()
+  assert "| csl | sample |" in text and "| cached |" in text
+  assert "| pairs | " in text and "## Preview: csl" in text
   # A sampling setting: only sampling reruns.
+  section = report.read_json(os.path.join(run_dir, "report_files",
+                                         report.DATA_FILE))
   assert _run(run_dir, small_scan, "--gin.SampleConfig.temperature=2.0") == 0
+  again = report.read_json(os.path.join(run_dir, "report_files",
+                                       report.DATA_FILE))
+  assert again["key"] != section["key"]  # new samples: read again
+  assert again["previews"]["csl"] != section["previews"]["csl"]
   assert _cached(run_dir) == {"data": True, "csl/induce": True,
                               "csl/fit": True, "csl/parse": True,
                               "csl/sample": False}

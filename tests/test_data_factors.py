@@ -4,6 +4,7 @@ pipeline too. Hand-made data whose answers are counted by hand, and SCAN
 (generated here)."""
 
 import collections
+import json
 import os
 
 import pytest
@@ -171,6 +172,20 @@ def test_experiment_vocabulary_gets_the_new_tokens(tmp_path):
   tsv.write_tsv(copies, [("walk@2 twice", "W@2 W@2"), ("walk", "W")])
   assert runner._new_tokens([str(known)], [str(copies), None]) == [  # pylint: disable=protected-access
       "W@2", "walk@2"]
+  # Kept with the files' hashes: reused while they are unchanged (a rerun
+  # does not read the copies again), recomputed when one changes.
+  keep = str(tmp_path / "new_tokens.json")
+  assert runner._new_tokens([str(known)], [str(copies)], keep) == [  # pylint: disable=protected-access
+      "W@2", "walk@2"]
+  with open(keep, encoding="utf-8") as f:
+    kept = json.load(f)
+  kept["tokens"] = ["kept"]
+  with open(keep, "w", encoding="utf-8") as f:
+    json.dump(kept, f)
+  assert runner._new_tokens([str(known)], [str(copies)], keep) == ["kept"]  # pylint: disable=protected-access
+  tsv.write_tsv(copies, [("run@3", "R@3")])
+  assert runner._new_tokens([str(known)], [str(copies)], keep) == [  # pylint: disable=protected-access
+      "R@3", "run@3"]
   with pytest.raises(InputError, match="experiment.mixing"):
     runner.experiment(str(tmp_path / "x"), dataset="scan",
                       splits=["simple"], mixing="sum")

@@ -147,19 +147,35 @@ def _train_vocab(directory: str, files: Sequence[str], model_type: str
 
 
 def _new_tokens(known_files: Sequence[str],
-                files: Sequence[Optional[str]]) -> List[str]:
+                files: Sequence[Optional[str]],
+                keep: Optional[str] = None) -> List[str]:
   """Tokens of `files` (TSVs, read a line at a time) that none of
-  `known_files` has, sorted."""
+  `known_files` has, sorted. With `keep` (a JSON file), the answer is kept
+  there with the files' hashes and reused while they are unchanged: a
+  rerun need not read millions of synthetic lines again."""
+  files = sorted({f for f in files if f})
+  key = None
+  if keep:
+    key = cache.stage_key("new tokens", list(known_files) + files, {})["key"]
+    try:
+      kept = read_json(keep)
+      if kept.get("key") == key:
+        return list(kept["tokens"])
+    except (InputError, ValueError, OSError):
+      pass
   known, new = set(), set()
   for path in known_files:
     for ex in tsv.read_tsv(path):
       known.update(ex.input.split())
       known.update(ex.output.split())
-  for path in sorted({f for f in files if f}):
+  for path in files:
     with open(path, encoding="utf-8") as f:
       for line in f:
         new.update(line.split())
-  return sorted(new - known)
+  tokens = sorted(new - known)
+  if keep:
+    atomic_write_json(keep, {"key": key, "tokens": tokens})
+  return tokens
 
 
 def _cell_stage(cell: grid_lib.Cell, run_dir: str, synthetic: Optional[str],
@@ -610,7 +626,8 @@ def experiment(out_dir: str,
         extra = _new_tokens(part_files, [
             path for s in seeds for m, path in
             tasks.registry.find_methods(run_dirs[(split, s)])[0].items()
-            if m in adding])
+            if m in adding], keep=os.path.join(
+                out_dir, "vocab", f"{split}_new_tokens.json"))
       if extra:
         path = os.path.join(out_dir, "vocab", f"{split}_new_tokens.tsv")
         atomic_write_text(path, "".join(f"{t}\t{t}\n" for t in extra))

@@ -10,11 +10,12 @@ import hashlib
 import html
 import json
 import os
-from typing import Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Sequence, Tuple
 
 from csl_jax.data import tsv
-from csl_jax.files import (atomic_save_figure, atomic_write_text, read_json,
-                           read_text)
+from csl_jax.files import (atomic_save_figure, atomic_write_json,
+                           atomic_write_text, read_json, read_text)
+from csl_jax.pipeline import cache
 
 FILES_DIR = "report_files"
 PREVIEW = 10
@@ -97,19 +98,30 @@ def _table_html(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
   return f"<table><tr>{head}</tr>{body}</table>"
 
 
-def write_report(run_dir: str) -> str:
-  """Writes the report of everything in `run_dir`; returns the HTML path."""
-  data = os.path.join(run_dir, "data")
-  summary = read_json(os.path.join(data, "summary.json"))
-  title = f"Augmentation: {summary.get('dataset')} / {summary.get('split')}"
-  train = tsv.read_tsv(os.path.join(data, "train.tsv"))
-  methods = methods_in(run_dir)
-  synthetic = {m: tsv.read_tsv(os.path.join(run_dir, m, "synthetic.tsv"))
-               for m in methods}
-  info = {m: read_json(os.path.join(run_dir, m, "summary.json"))
-          for m in methods}
+DATA_FILE = "data.json"  # the data section, keyed by the files it reads
 
-  header = ["", "original"] + methods
+
+def _data_section(run_dir: str, methods: Sequence[str]) -> Dict[str, Any]:
+  """Sizes, plots and previews of the original and synthetic data: read
+  from every line of them (seconds to minutes for millions of lines), so
+  kept in RUN/report_files/data.json with the hashes of the files, and
+  reused while they are unchanged (a rerun with every stage cached)."""
+  data = os.path.join(run_dir, "data")
+  files = [os.path.join(data, "train.tsv")] + [
+      os.path.join(run_dir, m, "synthetic.tsv") for m in methods]
+  key = cache.stage_key("report data", files, {"methods": list(methods)})
+  files_dir = os.path.join(run_dir, FILES_DIR)
+  path = os.path.join(files_dir, DATA_FILE)
+  if os.path.exists(path):
+    try:
+      kept = read_json(path)
+    except ValueError:  # a torn file from another tool: redo
+      kept = {}
+    if kept.get("key") == key["key"] and all(
+        os.path.exists(os.path.join(run_dir, p)) for _, p in kept["plots"]):
+      return kept
+  train = tsv.read_tsv(files[0])
+  synthetic = {m: tsv.read_tsv(f) for m, f in zip(methods, files[1:])}
   sizes: List[List[str]] = [
       ["pairs", f"{len(train):,}"] +
       [f"{len(synthetic[m]):,}" for m in methods],
@@ -118,6 +130,44 @@ def write_report(run_dir: str) -> str:
       ["new pairs (not in train)", "—"] +
       [f"{len(set(synthetic[m]) - set(train)):,}" for m in methods],
   ]
+  os.makedirs(files_dir, exist_ok=True)
+  plots: List[Tuple[str, str]] = []
+  measures = [("input_length", "input length", "tokens",
+               lambda e: len(e.input.split())),
+              ("output_length", "output length", "tokens",
+               lambda e: len(e.output.split())),
+              ("output_depth", "output bracket depth", "depth",
+               lambda e: output_depth(e.output))]
+  for name, what, unit, measure in measures:
+    series = {"original": [measure(e) for e in train]}
+    series.update({m: [measure(e) for e in synthetic[m]] for m in methods})
+    if name == "output_depth" and not any(any(s) for s in series.values()):
+      continue  # flat outputs: nothing to show
+    png = f"{name}.png"
+    _histogram_png(os.path.join(files_dir, png),
+                   f"{what}: original vs synthetic", f"{what} ({unit})",
+                   series)
+    plots.append((what, f"{FILES_DIR}/{png}"))
+  kept = {"key": key["key"], "sizes": sizes, "plots": plots,
+          "previews": {m: [[e.input, e.output]
+                           for e in synthetic[m][:PREVIEW]]
+                       for m in methods}}
+  atomic_write_json(path, kept)
+  return kept
+
+
+def write_report(run_dir: str) -> str:
+  """Writes the report of everything in `run_dir`; returns the HTML path."""
+  data = os.path.join(run_dir, "data")
+  summary = read_json(os.path.join(data, "summary.json"))
+  title = f"Augmentation: {summary.get('dataset')} / {summary.get('split')}"
+  methods = methods_in(run_dir)
+  info = {m: read_json(os.path.join(run_dir, m, "summary.json"))
+          for m in methods}
+  section = _data_section(run_dir, methods)
+
+  header = ["", "original"] + methods
+  sizes: List[List[str]] = [list(row) for row in section["sizes"]]
   # Method-specific rows (parser accuracy, grammar size, ...), aligned by
   # label across methods.
   labels: Dict[str, Dict[str, str]] = collections.OrderedDict()
@@ -134,35 +184,15 @@ def write_report(run_dir: str) -> str:
       times.append([m, stage, f'{s.get("seconds", 0):.1f} s',
                     "cached" if s.get("cached") else "ran"])
 
-  files_dir = os.path.join(run_dir, FILES_DIR)
-  os.makedirs(files_dir, exist_ok=True)
-  plots: List[Tuple[str, str]] = []
-  measures = [("input_length", "input length", "tokens",
-               lambda e: len(e.input.split())),
-              ("output_length", "output length", "tokens",
-               lambda e: len(e.output.split())),
-              ("output_depth", "output bracket depth", "depth",
-               lambda e: output_depth(e.output))]
-  for key, what, unit, measure in measures:
-    series = {"original": [measure(e) for e in train]}
-    series.update({m: [measure(e) for e in synthetic[m]] for m in methods})
-    if key == "output_depth" and not any(any(s) for s in series.values()):
-      continue  # flat outputs: nothing to show
-    name = f"{key}.png"
-    _histogram_png(os.path.join(files_dir, name),
-                   f"{what}: original vs synthetic", f"{what} ({unit})",
-                   series)
-    plots.append((what, f"{FILES_DIR}/{name}"))
-
-  previews = {m: synthetic[m][:PREVIEW] for m in methods}
+  plots = [tuple(p) for p in section["plots"]]
+  previews = section["previews"]
   md = [f"# {title}", "", "## Data", "", _table_md(header, sizes), "",
         "## Stage times", "",
         _table_md(["method", "stage", "time", ""], times), "", "## Plots", ""]
   md += [f"![{w}]({p})" for w, p in plots]
   for m in methods:
     md += ["", f"## Preview: {m}", "",
-           _table_md(["input", "output"],
-                     [[e.input, e.output] for e in previews[m]])]
+           _table_md(["input", "output"], previews[m])]
   atomic_write_text(os.path.join(run_dir, "report.md"), "\n".join(md) + "\n")
 
   page = [f"""<!doctype html><html><head><meta charset="utf-8">
@@ -177,7 +207,7 @@ text-align:left}}</style></head><body><h1>{html.escape(title)}</h1>
            for w, p in plots]
   for m in methods:
     page.append(f"<h2>Preview: {html.escape(m)}</h2>" + _table_html(
-        ["input", "output"], [[e.input, e.output] for e in previews[m]]))
+        ["input", "output"], previews[m]))
   page.append("</body></html>\n")
   path = os.path.join(run_dir, "report.html")
   atomic_write_text(path, "".join(page))
