@@ -27,7 +27,8 @@ import os
 import shutil
 import sys
 import time
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+from typing import (Any, Dict, List, Mapping, Optional, Sequence, Tuple,
+                    Union)
 
 import gin
 
@@ -381,7 +382,7 @@ def _record(cell: grid_lib.Cell, summary: Mapping[str, Any],
 
 def _dev_spec(dev: Optional[str], fraction: float, seed: int,
               eval_parts: Sequence[str]
-              ) -> "tuple[Optional[Dict[str, Any]], str]":
+              ) -> Tuple[Optional[Dict[str, Any]], str]:
   """`experiment.dev` checked: the cells' dev spec and its description."""
   if dev is None:
     return None, "the last"
