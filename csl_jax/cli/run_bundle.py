@@ -27,17 +27,15 @@ def add_parser(subparsers) -> None:
 
 
 def main(args) -> int:
-  if args.pack_only:
-    if not args.pack:
-      raise InputError("--pack_only needs --pack FILE")
-    result = {"cells": [], "left": bundle.pending_cells(args.bundle)}
-  else:
+  if args.pack_only and not args.pack:
+    raise InputError("--pack_only needs --pack FILE")
+  left = []
+  if not args.pack_only:
     result = bundle.run_bundle(args.bundle, max(args.lanes, 1), args.lane)
-  print(f"[run-bundle] {len(result['cells'])} cell(s) run, "
-        f"{len(result['left'])} left in {args.bundle}")
+    left = result["left"]
+    print(f"[run-bundle] {len(result['cells'])} cell(s) run, "
+          f"{len(left)} left in {args.bundle}")
   if args.pack and args.lane is None:
     packed = bundle.pack_outputs(args.bundle, args.pack)
     print(f"[run-bundle] {len(packed)} file(s) packed into {args.pack}")
-  if args.pack_only:
-    return 0
-  return 0 if not result["left"] or args.lane is not None else 1
+  return 0 if not left or args.lane is not None else 1

@@ -104,7 +104,7 @@ def _content_key(task_name: str, split: str,
   h = hashlib.sha256(repr((split, sorted(lengths.items()), [
       _describe(p) for p in task.preprocessors])).encode())
   for path in sorted(task.source.list_shards(split)):
-    h.update(train_lib._sha256(path).encode())  # pylint: disable=protected-access
+    h.update(train_lib.file_sha256(path).encode())
   for name, feature in sorted(task.output_features.items()):
     vocab = feature.vocabulary
     model = getattr(vocab, "sp_model", None)
@@ -134,8 +134,8 @@ def _task_arrays(task_name: str, split: str,
   fetched in ragged batches, not example by example (BENCHMARKS "Z5/Z6 on
   an H100": the export)."""
   from csl_jax.seq2seq import decode  # pylint: disable=g-import-not-at-top
-  ds = decode.split_dataset(task_name, split, lengths).map(lambda ex: {k: ex[k] for k in arrays.FIELDS}).ragged_batch(
-      _FETCH_BATCH)
+  ds = decode.split_dataset(task_name, split, lengths).map(
+      lambda ex: {k: ex[k] for k in arrays.FIELDS}).ragged_batch(_FETCH_BATCH)
   flat = {k: [np.zeros(0, np.int64)] for k in arrays.FIELDS}
   row_lengths = {k: [np.zeros(0, np.int64)] for k in arrays.FIELDS}
   for batch in ds:
@@ -238,16 +238,24 @@ def outputs(bundle: str, cell: str, stage_key: str
 # -- The accelerator's side (NumPy and JAX only) -----------------------------
 
 
+def _cells(bundle: str, finished: bool) -> List[str]:
+  """Cells (relative paths) with a spec, with outputs or without."""
+  root = os.path.join(bundle, CELLS_DIR)
+  found = []
+  for dirpath, dirs, files in os.walk(root):
+    if CELL_FILE in files:
+      dirs.clear()  # a cell holds no cells: not its checkpoints either
+      if (OUTPUTS_FILE in files) == finished:
+        found.append(os.path.relpath(dirpath, root))
+  return found
+
+
 def pending_cells(bundle: str) -> List[str]:
   """Cells (relative paths) with a spec and no outputs, the first seed's
   cells first (`<split>/<data>/seed_<s>`): a run cut short leaves whole
   seeds done rather than whole rows."""
-  root = os.path.join(bundle, CELLS_DIR)
-  found = []
-  for dirpath, _, files in os.walk(root):
-    if CELL_FILE in files and OUTPUTS_FILE not in files:
-      found.append(os.path.relpath(dirpath, root))
-  return sorted(found, key=lambda c: (os.path.basename(c), c))
+  return sorted(_cells(bundle, finished=False),
+                key=lambda c: (os.path.basename(c), c))
 
 
 def _perplexity(state, data, lengths, batch_size, data_sharding) -> float:
@@ -350,16 +358,15 @@ def pack_outputs(bundle: str, path: str) -> List[str]:
   if not os.path.isdir(root):
     raise InputError("not a bundle (no cells/)", bundle)
   packed = []
-  for dirpath, _, names in os.walk(root):
-    if OUTPUTS_FILE not in names:
-      continue
-    for dirpath2, _, names2 in os.walk(dirpath):
-      rel = os.path.relpath(dirpath2, dirpath)
-      for name in names2:
+  for cell in _cells(bundle, finished=True):
+    directory = os.path.join(root, cell)
+    for dirpath, _, names in os.walk(directory):
+      rel = os.path.relpath(dirpath, directory)
+      for name in names:
         if (rel == "." and name in (OUTPUTS_FILE, PREDICTIONS_FILE)) or \
             "tensorboard" in rel.split(os.sep) or \
             name == model_selection.HISTORY_FILE:
-          packed.append(os.path.relpath(os.path.join(dirpath2, name), bundle))
+          packed.append(os.path.relpath(os.path.join(dirpath, name), bundle))
   packed.sort()
   tmp = f"{path}.tmp.{os.getpid()}"
   with tarfile.open(tmp, "w:gz") as tar:

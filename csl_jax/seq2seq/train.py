@@ -175,7 +175,8 @@ def perplexity(model, params, task: str, split: str,
   return float(np.exp(loss))
 
 
-def _sha256(path: str) -> str:
+def file_sha256(path: str) -> str:
+  """sha256 of a file's bytes (local or any tf.io.gfile path)."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   h = hashlib.sha256()
   with tf.io.gfile.GFile(path, "rb") as f:
@@ -200,7 +201,7 @@ def data_key(task: str) -> Dict[str, Any]:
   for t, rate in sorted(tasks, key=lambda x: x[0].name):
     shards = sorted(t.source.list_shards("train"))
     key[t.name] = {"rate": rate, "train": [
-        _sha256(p) if tf.io.gfile.exists(p) and not tf.io.gfile.isdir(p)
+        file_sha256(p) if tf.io.gfile.exists(p) and not tf.io.gfile.isdir(p)
         else p for p in shards]}
   return key
 
