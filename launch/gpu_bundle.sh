@@ -4,15 +4,22 @@
 #   launch/gpu_bundle.sh --bundle B --lanes 10 --pack OUT/back.tgz \
 #     [--seconds 540] [--wheels .whl] [--dry_run]
 # then, beside the experiment: tar xzf back.tgz -C B, and the experiment's
-# command again. --seconds stops the lanes in time to pack what finished
-# (a later call resumes the rest); --wheels puts the wheels of a directory
-# on PYTHONPATH first (a machine without network: `pip download
+# command again. --seconds stops the lanes that long after the script
+# started, in time to pack what finished (a later call resumes the rest).
+# Several --bundle (the same cells exported with other settings, e.g.
+# bucket widths) with --bench_cell CELL: each is timed on CELL for
+# --bench_steps steps with the lanes (benchmarks/bench_bundle_throughput.py)
+# and the one whose cells would finish first runs (the first if the timing
+# fails or takes over a third of --seconds). --wheels puts the wheels of a
+# directory on PYTHONPATH first (a machine without network: `pip download
 # gin-config -d .whl` beforehand). With several lanes NVIDIA's MPS daemon
 # is started, so the lanes' processes share the GPU instead of taking turns.
 
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
-BUNDLE=""
+BUNDLES=()
+BENCH_CELL=""
+BENCH_STEPS=300
 LANES=1
 PACK=""
 SECONDS_LIMIT=0
@@ -21,10 +28,12 @@ WHEELS=""
 usage() {
   cat <<USAGE
 Usage: $0 --bundle DIR --pack FILE [flags]
-  --bundle DIR      the bundle (experiment.bundle)
+  --bundle DIR      the bundle (experiment.bundle); several with --bench_cell
+  --bench_cell CELL time each bundle on CELL, run the fastest
+  --bench_steps N   steps each bundle is timed for (default 300)
   --pack FILE       the .tar.gz to write (run-bundle --pack)
   --lanes N         cells trained at once (default 1)
-  --seconds S       stop the lanes after S seconds, then pack (default: no limit)
+  --seconds S       stop the lanes S seconds after the start, then pack (default: no limit)
   --wheels DIR      install DIR/*.whl into /tmp/site, first on PYTHONPATH
   --dry_run         print the commands instead of running them
 USAGE
@@ -37,7 +46,9 @@ while (( $# )); do
   esac
   split_flag "$@"
   case "$FLAG" in
-    --bundle) BUNDLE="$VALUE" ;;
+    --bundle) BUNDLES+=("$VALUE") ;;
+    --bench_cell) BENCH_CELL="$VALUE" ;;
+    --bench_steps) BENCH_STEPS="$VALUE" ;;
     --lanes) LANES="$VALUE" ;;
     --pack) PACK="$VALUE" ;;
     --seconds) SECONDS_LIMIT="$VALUE" ;;
@@ -46,11 +57,19 @@ while (( $# )); do
   esac
   shift "$USED"
 done
-[[ -n "$BUNDLE" ]] || die "--bundle is required"
+(( ${#BUNDLES[@]} )) || die "--bundle is required"
+if (( ${#BUNDLES[@]} > 1 )); then
+  [[ -n "$BENCH_CELL" ]] || die "several --bundle: --bench_cell says which cell times them"
+elif [[ -n "$BENCH_CELL" ]]; then
+  die "--bench_cell: give two or more --bundle to choose from"
+fi
+[[ "$BENCH_STEPS" =~ ^[1-9][0-9]*$ ]] || die "--bench_steps: a positive integer, not $BENCH_STEPS"
 [[ -n "$PACK" ]] || die "--pack is required"
 [[ "$LANES" =~ ^[1-9][0-9]*$ ]] || die "--lanes: a positive integer, not $LANES"
 [[ "$SECONDS_LIMIT" =~ ^[0-9]+$ ]] || die "--seconds: an integer, not $SECONDS_LIMIT"
-(( DRY_RUN )) || [[ -d "$BUNDLE/cells" ]] || die "$BUNDLE: not a bundle (no cells/)"
+for b in "${BUNDLES[@]}"; do
+  (( DRY_RUN )) || [[ -d "$b/cells" ]] || die "$b: not a bundle (no cells/)"
+done
 
 cd "$REPO_ROOT"
 if [[ -n "$WHEELS" ]]; then
@@ -61,10 +80,29 @@ export PYTHONPATH="$REPO_ROOT${PYTHONPATH:+:$PYTHONPATH}"
 if (( LANES > 1 )) && { (( DRY_RUN )) || command -v nvidia-cuda-mps-control > /dev/null; }; then
   run nvidia-cuda-mps-control -d
 fi
+BUNDLE="${BUNDLES[0]}"
+if [[ -n "$BENCH_CELL" ]]; then
+  BEST="${TMPDIR:-/tmp}/gpu_bundle_best.$$"
+  BENCH=(python3 benchmarks/bench_bundle_throughput.py)
+  for b in "${BUNDLES[@]}"; do BENCH+=(--bundle "$b"); done
+  BENCH+=(--cell "$BENCH_CELL" --lanes "$LANES" --steps "$BENCH_STEPS"
+          --best_to "$BEST")
+  if (( SECONDS_LIMIT > 0 )); then
+    BENCH=(timeout --kill-after=10 $(( SECONDS_LIMIT / 3 )) "${BENCH[@]}")
+  fi
+  run "${BENCH[@]}" || echo "the timing failed: running the first bundle"
+  if (( ! DRY_RUN )) && [[ -s "$BEST" ]]; then BUNDLE="$(< "$BEST")"; fi
+  echo "running $BUNDLE"
+fi
 RUN_BUNDLE=(python3 -m csl_jax.cli.main run-bundle "$BUNDLE" --lanes "$LANES")
 if (( SECONDS_LIMIT > 0 )); then
+  # What the wheels and the timing took comes off the limit (bash's SECONDS:
+  # since the script started).
+  LEFT=$(( DRY_RUN ? SECONDS_LIMIT : SECONDS_LIMIT - SECONDS ))
   # timeout signals the command's whole process group: its lanes too.
-  run timeout --kill-after=10 "$SECONDS_LIMIT" "${RUN_BUNDLE[@]}" || true
+  if (( LEFT > 0 )); then
+    run timeout --kill-after=10 "$LEFT" "${RUN_BUNDLE[@]}" || true
+  fi
 else
   run "${RUN_BUNDLE[@]}" || true
 fi

@@ -84,10 +84,11 @@ def clear_gin():
 
 @pytest.fixture
 def load_script():
-  """Loads `scripts/<name>.py` as a module (scripts are not a package)."""
+  """Loads `scripts/<name>.py` (or `<folder>/<name>.py`, e.g. benchmarks/)
+  as a module (neither folder is a package)."""
 
-  def load(name: str):
-    path = os.path.join(_REPO_ROOT, "scripts", f"{name}.py")
+  def load(name: str, folder: str = "scripts"):
+    path = os.path.join(_REPO_ROOT, folder, f"{name}.py")
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -1,8 +1,10 @@
 """The TPU launch scripts in --dry_run mode: the commands they would run."""
 
+import json
 import os
 import shlex
 import subprocess
+import sys
 
 import pytest
 
@@ -196,3 +198,70 @@ def test_gpu_bundle_runs_lanes_in_time_then_packs():
                         "--lanes")):
     out = run("gpu_bundle.sh", *bad, "--dry_run")
     assert out.returncode == 2 and message in out.stderr
+
+
+def test_gpu_bundle_times_several_bundles_then_runs_the_fastest():
+  out = run("gpu_bundle.sh", "--bundle", "B80", "--bundle", "B16",
+            "--bench_cell", "s/d/seed_0", "--lanes", "10", "--pack", "p",
+            "--seconds", "540", "--dry_run")
+  assert out.returncode == 0, out.stderr
+  commands = _commands(out)
+  bench = commands[-3]
+  # The timing may take a third of the limit; the lanes get the rest.
+  assert bench[:4] == ["timeout", "--kill-after=10", "180", "python3"]
+  assert bench[4:15] == ["benchmarks/bench_bundle_throughput.py", "--bundle",
+                         "B80", "--bundle", "B16", "--cell", "s/d/seed_0",
+                         "--lanes", "10", "--steps", "300"]
+  assert bench[15] == "--best_to"
+  # A dry run cannot time them: the first bundle is shown.
+  assert commands[-2][-4:] == ["run-bundle", "B80", "--lanes", "10"]
+  for bad, message in (
+      (["--bundle", "A", "--bundle", "B"], "--bench_cell"),
+      (["--bundle", "A", "--bench_cell", "c"], "two or more --bundle"),
+      (["--bundle", "A", "--bundle", "B", "--bench_cell", "c",
+        "--bench_steps", "0"], "--bench_steps")):
+    out = run("gpu_bundle.sh", *bad, "--pack", "p", "--dry_run")
+    assert out.returncode == 2 and message in out.stderr, out.stderr
+
+
+def test_bundle_timing_projects_the_cells_steps(load_script, tmp_path,
+                                                monkeypatch):
+  """Bundle "wide" trains 1,000 examples/s per lane after 10 s of
+  compiling, "narrow" 2,000 after 40 s: for a 100-step timing of batch 100
+  the wide one looks faster (20 s vs 45 s), but the cells' 10,000 steps
+  take 10 + 1,000 s wide vs 40 + 500 s narrow, so narrow is chosen."""
+  from csl_jax.seq2seq import bundle  # pylint: disable=g-import-not-at-top
+  bench = load_script("bench_bundle_throughput", "benchmarks")
+  speed = {80: (1000.0, 10.0), 16: (2000.0, 40.0)}  # rate, compile s
+  for name, width in (("wide", 80), ("narrow", 16)):
+    cell = tmp_path / name / bundle.CELLS_DIR / "s" / "d" / "seed_0"
+    cell.mkdir(parents=True)
+    (tmp_path / name / bundle.ARRAYS_DIR).mkdir()
+    (cell / bundle.CELL_FILE).write_text(json.dumps({"train": {
+        "batch_size": 100, "num_steps": 10000, "bucket_width": width,
+        "seed": 0, "checkpoint_every": 1000, "log_every": 50}}))
+
+  def fake_run_bundle(scratch, lanes, progress):
+    del progress
+    for seed in range(lanes):
+      d = os.path.join(scratch, bundle.CELLS_DIR, f"seed_{seed}")
+      with open(os.path.join(d, bundle.CELL_FILE)) as f:
+        train = json.load(f)["train"]
+      assert train["seed"] == seed and train["num_steps"] == 100
+      rate, compile_s = speed[train["bucket_width"]]
+      with open(os.path.join(d, bundle.OUTPUTS_FILE), "w") as f:
+        json.dump({"train": {"examples_per_second": rate},
+                   "train_seconds": compile_s + 100 * 100 / rate}, f)
+
+  monkeypatch.setattr(bundle, "run_bundle", fake_run_bundle)
+  wide = bench.measure(str(tmp_path / "wide"), "s/d/seed_0", 2, 100, 80)
+  assert wide["rate"] == 2000.0 and abs(wide["seconds"] - 20.0) < 1e-9
+  assert abs(wide["fixed"] - 10.0) < 1e-9
+  assert abs(wide["projected"] - 1010.0) < 1e-9
+  best = tmp_path / "best.txt"
+  monkeypatch.setattr(sys, "argv", [
+      "bench", "--bundle", str(tmp_path / "wide"), "--bundle",
+      str(tmp_path / "narrow"), "--cell", "s/d/seed_0", "--lanes", "2",
+      "--steps", "100", "--best_to", str(best)])
+  bench.main()
+  assert best.read_text() == str(tmp_path / "narrow") + "\n"
