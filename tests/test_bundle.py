@@ -382,3 +382,45 @@ def test_bundle_pcfg_bt_reverse_model_then_cells(toy_experiment, tmp_path):  # p
   records = runner.experiment(out, **kw)["records"]
   assert [r["data"] for r in records] == ["pcfg_bt_train", "pcfg_bt_uniform"]
   assert all(r["num_synthetic"] > 0 for r in records)
+
+
+def test_arrays_trainer_trains_a_bundle_here_in_one_call(
+    toy_experiment, tmp_path, monkeypatch):  # pylint: disable=redefined-outer-name
+  # pylint: disable=g-import-not-at-top
+  from csl_jax.experiments import runner
+  from csl_jax.seq2seq import train as train_lib
+  # pylint: enable=g-import-not-at-top
+  out = str(tmp_path / "exp")
+  kw = dict(dataset="tsv", splits=["toy"], data_dir=toy_experiment,
+            methods=[], seeds=[0], beam_size=2, decode_batch_size=16)
+
+  def never(*args, **kw):
+    raise AssertionError("trained by the SeqIO trainer")
+
+  monkeypatch.setattr(train_lib, "train", never)
+  first = runner.experiment(out, trainer="arrays", **kw)
+  assert "pending" not in first
+  assert [(r["data"], r["seed"], r["steps"]) for r in first["records"]] == [
+      ("original", 0, 4)]
+  with open(first["markdown"], encoding="utf-8") as f:
+    assert "; trainer arrays;" in f.read()
+  box = os.path.join(out, runner.BUNDLE_DIR)
+  assert bundle.pending_cells(box) == []
+  # The cell an export to another bundle would make: the same key.
+  exported = runner.experiment(str(tmp_path / "exp2"),
+                               bundle=str(tmp_path / "box"), **kw)
+  assert exported["pending"] == ["toy/original/seed_0"]
+  keys = []
+  for b in (box, str(tmp_path / "box")):
+    with open(os.path.join(b, bundle.CELLS_DIR, "toy", "original", "seed_0",
+                           bundle.CELL_FILE)) as f:
+      keys.append(json.load(f)["stage_key"])
+  assert keys[0] == keys[1]
+  # A rerun trains nothing and records the same.
+  monkeypatch.setattr(bundle, "run_cell", never)
+  again = runner.experiment(out, trainer="arrays", **kw)
+  assert [r["accuracy"] for r in again["records"]] == [
+      r["accuracy"] for r in first["records"]]
+  for bad in (dict(trainer="tfds"), dict(trainer="arrays", lanes=0)):
+    with pytest.raises(InputError, match="trainer|lanes"):
+      runner.experiment(out, **kw, **bad)

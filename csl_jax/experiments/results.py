@@ -190,6 +190,7 @@ def write_tables(out_dir: str, records: Sequence[Mapping[str, Any]],
            f"{meta.get('num_steps')} training steps, batch "
            f"{meta.get('batch_size')}, beam {meta.get('beam_size')}, "
            f"eval parts {', '.join(meta.get('eval_parts', []))}; "
+           f"trainer {meta.get('trainer') or 'seqio'}; "
            f"checkpoint: {meta.get('checkpoint') or 'the last'}; "
            f"{len(records)} of {meta.get('num_cells')} cells finished")
   md = [f"# {title}\n", setup + ".\n",

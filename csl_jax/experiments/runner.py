@@ -53,6 +53,12 @@ from csl_jax.seq2seq import model_selection
 # The CSL sampler's seed: each cell's seed draws its own synthetic data.
 SYNTHETIC_SEED_PARAMS = ("SampleConfig.seed",)
 MIXINGS = ("method", "equal", "union")
+# "seqio": cells train on SeqIO tasks (tf.data) in this process. "arrays":
+# as a bundle's cells, from token arrays (no tf.data per step), exported
+# under OUT/bundle and trained here by `run-bundle` in `lanes` processes;
+# their key says so, as an exported cell's does.
+TRAINERS = ("seqio", "arrays")
+BUNDLE_DIR = "bundle"
 
 
 def _say(line: str) -> None:
@@ -435,6 +441,8 @@ def experiment(out_dir: str,
                dev: Optional[str] = None,
                dev_fraction: float = 0.1,
                dev_seed: int = 0,
+               trainer: str = "seqio",
+               lanes: int = 1,
                wait: bool = False) -> Dict[str, Any]:
   """Runs (or resumes) the grid into `out_dir`; returns its summary.
 
@@ -482,8 +490,33 @@ def experiment(out_dir: str,
       eval part (drawn by `dev_seed`: the same rows in every cell) and
       that part is scored on its other rows.
     dev_fraction, dev_seed: GOODDEV's share and draw.
+    trainer: "seqio" (tf.data batches of the SeqIO tasks) or "arrays":
+      the cells are exported as a bundle (`bundle`, default OUT/bundle)
+      and trained here from its token arrays, `lanes` at once, then
+      scored, in one call: on a CPU the tf.data pipeline costs as much as
+      a third of a small model's step (BENCHMARKS.md, "The arrays trainer
+      on a CPU"). Other batches than "seqio"'s, so other cells.
+    lanes: the arrays trainer's processes.
     wait: wait for another process holding `out_dir` instead of stopping.
   """
+  if trainer not in TRAINERS:
+    raise InputError(f"experiment.trainer: {trainer!r}; valid: "
+                     f"{', '.join(TRAINERS)}")
+  if isinstance(lanes, bool) or not isinstance(lanes, int) or lanes < 1:
+    raise InputError(f"experiment.lanes must be an integer >= 1, not "
+                     f"{lanes!r}")
+  if trainer == "arrays":
+    return _train_arrays_here(out_dir, dict(
+        name=name, dataset=dataset, splits=splits, data_dir=data_dir,
+        dataset_options=dataset_options, methods=methods, data=data,
+        select=select, select_num=select_num, seeds=seeds, regime=regime,
+        finetune_steps=finetune_steps, eval_parts=eval_parts,
+        beam_size=beam_size, decode_batch_size=decode_batch_size,
+        categories=categories, synthetic_seed_params=synthetic_seed_params,
+        synthetic_per_seed=synthetic_per_seed,
+        vocab_model_type=vocab_model_type, mixing=mixing, dev=dev,
+        dev_fraction=dev_fraction, dev_seed=dev_seed, wait=wait,
+        bundle=bundle or os.path.join(out_dir, BUNDLE_DIR)), lanes)
   # pylint: disable=g-import-not-at-top
   import tasks
   from csl_jax.seq2seq import models
@@ -541,6 +574,8 @@ def experiment(out_dir: str,
           "train": configs.to_json(dataclasses.asdict(train_config)),
           "methods": methods, "select": selectors or None,
           "select_num": select_num, "checkpoint": checkpoint,
+          # Bundle cells train from token arrays, here or elsewhere.
+          "trainer": "arrays" if bundle else "seqio",
           "num_cells": len(cells)}
   needed = [m for m in methods if any(
       r == m or any(r.startswith(f"{m}_{s}_") for s in selectors)
@@ -714,10 +749,10 @@ def experiment(out_dir: str,
       results_lib.write_jsonl(out_dir, records)
       results_lib.write_tables(out_dir, records, rows, meta, {})
     if pending:
-      _say(f"{len(pending)} cell(s) wait in the bundle: run `csl-jax "
-           f"run-bundle {bundle}` where the accelerator is (JAX, Flax, "
-           "optax, orbax; no TensorFlow needed), bring the directory back "
-           "and rerun this command")
+      _say(f"{len(pending)} cell(s) wait in the bundle {bundle}: `csl-jax "
+           f"run-bundle {bundle}` trains them where the accelerator is "
+           "(JAX, Flax, optax, orbax; no TensorFlow needed); with the "
+           "directory back here, rerun this command")
       return {"results": os.path.join(out_dir, results_lib.RESULTS_JSONL),
               "num_cells": len(cells), "records": records,
               "pending": pending}
@@ -727,6 +762,20 @@ def experiment(out_dir: str,
   return {"results": os.path.join(out_dir, results_lib.RESULTS_JSONL),
           "num_cells": len(cells), "records": records, **written,
           "plots": plots}
+
+
+def _train_arrays_here(out_dir: str, kwargs: Dict[str, Any], lanes: int
+                       ) -> Dict[str, Any]:
+  """`experiment` with the bundle's rounds run here: export, `run-bundle`,
+  rerun, until nothing waits (pcfg_bt's reverse models make two rounds)."""
+  for _ in range(3):
+    summary = experiment(out_dir, trainer="seqio", **kwargs)
+    if not summary.get("pending"):
+      return summary
+    _say(f"training {len(summary['pending'])} bundle job(s) here "
+         f"({lanes} lane(s))")
+    bundle_lib.run_bundle(kwargs["bundle"], lanes=lanes)
+  raise RuntimeError(f"{kwargs['bundle']}: jobs still wait after 3 rounds")
 
 
 def run(out_dir: str) -> Dict[str, Any]:

@@ -166,8 +166,9 @@ def export_cell(bundle: str, cell: str, stage_key: str, task: str,
   export of another stage key is replaced, outputs and all."""
   import seqio  # pylint: disable=g-import-not-at-top
   if train_config.curriculum != "none" or train_config.track_train_every:
-    raise InputError("experiment.bundle: curricula and train tracking run "
-                     "with the local trainer only")
+    raise InputError("experiment.bundle, experiment.trainer 'arrays': "
+                     "curricula and train tracking run with the SeqIO "
+                     "trainer only")
   directory = os.path.join(bundle, CELLS_DIR, cell)
   spec = _read_json(os.path.join(directory, CELL_FILE))
   if spec and spec.get("stage_key") == stage_key:
