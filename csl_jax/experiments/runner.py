@@ -493,9 +493,10 @@ def experiment(out_dir: str,
     trainer: "seqio" (tf.data batches of the SeqIO tasks) or "arrays":
       the cells are exported as a bundle (`bundle`, default OUT/bundle)
       and trained here from its token arrays, `lanes` at once, then
-      scored, in one call: on a CPU the tf.data pipeline costs as much as
-      a third of a small model's step (BENCHMARKS.md, "The arrays trainer
-      on a CPU"). Other batches than "seqio"'s, so other cells.
+      scored, in one call: on a CPU, without tf.data's work in every
+      step, small models train markedly faster (BENCHMARKS.md, "The
+      arrays trainer on a CPU"). Other batches than "seqio"'s, so other
+      cells.
     lanes: the arrays trainer's processes.
     wait: wait for another process holding `out_dir` instead of stopping.
   """
