@@ -151,7 +151,7 @@ def _replace_task(name, split_to_path, vocabulary, metric_fns,
     text_steps.append(prefix_inputs(input_prefix))
   # Remove first so reloading a module that registers does not crash.
   seqio.TaskRegistry.remove(name)
-  seqio.TaskRegistry.add(
+  task = seqio.TaskRegistry.add(
       name,
       source=seqio.FileDataSource(_read_numbered_lines, split_to_path),
       output_features=features,
@@ -162,6 +162,55 @@ def _replace_task(name, split_to_path, vocabulary, metric_fns,
       ],
       postprocess_fn=metrics.strip_text,
       metric_fns=list(metric_fns))
+  _TEXT_STEPS[name] = (task, reverse, input_prefix)
+
+
+# name -> (the Task, reverse, input prefix) of the tasks `_replace_task`
+# made: what `split_texts` needs to read their text without tf.data.
+_TEXT_STEPS = globals().get("_TEXT_STEPS", {})
+_ASCII_SPACE = " \t\n\r\x0b\x0c"  # tf.strings.strip's whitespace
+
+
+def split_texts(name: str, split: str
+                ) -> Optional[Tuple[List[str], List[str]]]:
+  """The (inputs, targets) texts of `split` of task `name` as its
+  preprocessors leave them before tokenizing (`parse_tsv`, the swap of
+  NAME_reversed, the input prefix), in SeqIO's data order, read without
+  tf.data. None where that cannot be promised, and SeqIO must read it: a
+  task this module did not make (or one replaced since), a split of
+  several files (SeqIO interleaves their lines), or a file `parse_tsv`
+  would reject (SeqIO then says where)."""
+  made = _TEXT_STEPS.get(name)
+  if made is None or name not in seqio.TaskRegistry.names() or \
+      seqio.TaskRegistry.get(name) is not made[0]:
+    return None
+  task, reverse, prefix = made
+  files = task.source.list_shards(split)
+  if len(files) != 1:
+    return None
+  try:
+    with tf.io.gfile.GFile(files[0], "rb") as f:
+      text = f.read().decode("utf-8")
+  except UnicodeDecodeError:
+    return None
+  lines = text.split("\n")
+  if lines and lines[-1] == "":
+    lines.pop()  # TextLineDataset yields no line after the last newline
+  inputs, targets = [], []
+  for line in lines:
+    if line.endswith("\r"):
+      line = line[:-1]  # nor the carriage return of a CRLF line
+    fields = line.split("\t")
+    if len(fields) != 2:
+      return None
+    x, y = fields[0].strip(_ASCII_SPACE), fields[1].strip(_ASCII_SPACE)
+    if not x or not y:
+      return None
+    if reverse:
+      x, y = y, x
+    inputs.append(prefix + x)
+    targets.append(y)
+  return inputs, targets
 
 
 def _replace_mixture(name, tasks_and_rates):

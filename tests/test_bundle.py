@@ -90,6 +90,53 @@ def test_task_arrays_equal_seqio_examples_across_fetch_batches(
     seqio.TaskRegistry.remove("t_fetch")
 
 
+@pytest.mark.parametrize("vocabulary", ["bytes", "word pieces"])
+def test_texts_read_without_tf_data_tokenize_as_seqio(tmp_path, vocabulary):
+  """`tasks.registry.split_texts` + `_tokenized` give SeqIO's ids: the
+  original, reversed and synthetic tasks, an input prefix, rows cut to
+  their lengths, spaces at the edges, non-ASCII text (a no-break
+  space, which tf.strings.strip keeps) and CRLF lines."""
+  rows = [(f" walk{' twice' * (i % 5)} é{i} ", f"I_WALK{' I_WALK' * (i % 7)}  ")
+          for i in range(40)] + [("jump\u00a0", "I_JUMP")]
+  with open(tmp_path / "train.tsv", "w", encoding="utf-8", newline="") as f:
+    f.write("".join(f"{x}\t{y}\r\n" for x, y in rows))
+  files.write_pairs(tmp_path / "test.tsv", rows[:5])
+  synthetic = files.write_pairs(tmp_path / "synthetic.tsv", rows[5:12])
+  vocab = seqio.ByteVocabulary()
+  if vocabulary == "word pieces":
+    from tasks import vocab as vocab_lib  # pylint: disable=g-import-not-at-top
+    spm, _ = vocab_lib.train_word_vocabulary(
+        [str(tmp_path / "train.tsv")], str(tmp_path / "word"))
+    vocab = vocab_lib.get_vocabulary("sentencepiece", spm)
+  names = registry.register_dataset("t_texts", tmp_path, vocabulary=vocab,
+                                    synthetic={"m": synthetic},
+                                    input_prefix="go: ")
+  try:
+    lengths = input_pipeline.lengths(7, 9)  # some rows are cut
+    for task, split in (("t_texts", "train"), ("t_texts", "test"),
+                        (names.reversed, "train"),
+                        (names.methods["m"][0], "train")):
+      assert registry.split_texts(task, split) is not None, task
+      direct = bundle._task_arrays(task, split, lengths,  # pylint: disable=protected-access
+                                   registry.split_texts)
+      seqio_arrays = bundle._task_arrays(task, split, lengths)  # pylint: disable=protected-access
+      for k in arrays.FIELDS:
+        np.testing.assert_array_equal(direct[k].ids, seqio_arrays[k].ids)
+        np.testing.assert_array_equal(direct[k].offsets,
+                                      seqio_arrays[k].offsets)
+    # Where only SeqIO can say: not this registry's task, a split of two
+    # files, a line parse_tsv rejects.
+    assert registry.split_texts("no_such_task", "train") is None
+    two = registry.register_dataset(
+        "t_texts2", tmp_path, synthetic={"m": str(tmp_path / "*.tsv")})
+    assert registry.split_texts(two.methods["m"][0], "train") is None
+    files.write_pairs(tmp_path / "test.tsv", [("a", "b"), ("c", "")])
+    assert registry.split_texts("t_texts", "test") is None
+  finally:
+    registry.unregister_dataset("t_texts")
+    registry.unregister_dataset("t_texts2")
+
+
 def test_export_tokenizes_each_content_once(tmp_path, monkeypatch):
   """The same files under another directory (another seed's run) reuse
   their arrays; other contents, a prefix or other lengths do not."""

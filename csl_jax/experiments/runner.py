@@ -262,6 +262,7 @@ def _cell_stage(cell: grid_lib.Cell, run_dir: str, synthetic: Optional[str],
 
   def run_bundled(directory: str) -> Dict[str, Any]:
     # pylint: disable=g-import-not-at-top
+    import tasks
     from csl_jax.seq2seq import decode
     from csl_jax.seq2seq import input_pipeline
     # pylint: enable=g-import-not-at-top
@@ -274,7 +275,7 @@ def _cell_stage(cell: grid_lib.Cell, run_dir: str, synthetic: Optional[str],
           ctx.decode_batch_size,
           pretrain_task=f"{name}_{cell.data}_synthetic" if pretrain else None,
           finetune_steps=ctx.finetune_steps if pretrain else None,
-          dev=ctx.dev)
+          dev=ctx.dev, texts=tasks.registry.split_texts)
       raise bundle_lib.Pending(cell.path)
     lengths = input_pipeline.lengths(ctx.model_config.max_input_len,
                                      ctx.model_config.max_target_len)

@@ -27,7 +27,8 @@ import shutil
 import subprocess
 import sys
 import time
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import (Any, Callable, Dict, List, Mapping, Optional, Sequence,
+                    Tuple)
 
 import numpy as np
 
@@ -117,22 +118,36 @@ def _content_key(task_name: str, split: str,
 _SAVED: Dict[Tuple[str, str], str] = {}  # (bundle, content key) -> arrays
 
 
+# (task, split) -> its (inputs, targets) texts as the task's preprocessors
+# leave them before tokenizing, or None where only SeqIO can say
+# (`tasks.registry.split_texts`).
+Texts = Callable[[str, str], Optional[Tuple[List[str], List[str]]]]
+
+
 def _saved_task_arrays(bundle: str, task_name: str, split: str,
-                       lengths: Mapping[str, int]) -> str:
+                       lengths: Mapping[str, int],
+                       texts: Optional[Texts] = None) -> str:
   """`_save_arrays` of `_task_arrays`, once per content in this process."""
   key = (os.path.abspath(bundle), _content_key(task_name, split, lengths))
   rel = _SAVED.get(key)
   if rel is None or not os.path.exists(os.path.join(bundle, rel)):
-    rel = _SAVED[key] = _save_arrays(bundle, _task_arrays(task_name, split,
-                                                          lengths))
+    rel = _SAVED[key] = _save_arrays(bundle, _task_arrays(
+        task_name, split, lengths, texts))
   return rel
 
 
-def _task_arrays(task_name: str, split: str,
-                 lengths: Mapping[str, int]) -> Dict[str, arrays.Ragged]:
-  """The split's tokenized `arrays.FIELDS`, in data order (SeqIO's);
-  fetched in ragged batches, not example by example (BENCHMARKS "Z5/Z6 on
-  an H100": the export)."""
+def _task_arrays(task_name: str, split: str, lengths: Mapping[str, int],
+                 texts: Optional[Texts] = None) -> Dict[str, arrays.Ragged]:
+  """The split's tokenized `arrays.FIELDS`, in data order (SeqIO's).
+
+  With `texts` that know the task: its texts tokenized in one call per
+  field, as SeqIO's `tokenize` and `append_eos_after_trim` would (the
+  same ids, `tests/test_bundle.py`; BENCHMARKS "The export without
+  tf.data"). Otherwise through SeqIO, fetched in ragged batches, not
+  example by example (BENCHMARKS "Z5/Z6 on an H100": the export)."""
+  pairs = texts(task_name, split) if texts else None
+  if pairs is not None:
+    return _tokenized(task_name, pairs, lengths)
   from csl_jax.seq2seq import decode  # pylint: disable=g-import-not-at-top
   ds = decode.split_dataset(task_name, split, lengths).map(
       lambda ex: {k: ex[k] for k in arrays.FIELDS}).ragged_batch(_FETCH_BATCH)
@@ -147,6 +162,28 @@ def _task_arrays(task_name: str, split: str,
           for k in arrays.FIELDS}
 
 
+def _tokenized(task_name: str, pairs: Tuple[List[str], List[str]],
+               lengths: Mapping[str, int]) -> Dict[str, arrays.Ragged]:
+  """`arrays.FIELDS` of texts (inputs, targets) under the task's output
+  features: each text's ids cut to its length, less one for EOS where the
+  feature adds one, then EOS (seqio.preprocessors.append_eos_after_trim)."""
+  import seqio  # pylint: disable=g-import-not-at-top
+  features = seqio.get_mixture_or_task(task_name).output_features
+  out = {}
+  for name, text in zip(arrays.FIELDS, pairs):
+    feature, length = features[name], lengths[name]
+    vocab = feature.vocabulary
+    if isinstance(vocab, seqio.SentencePieceVocabulary):
+      ids = vocab.tokenizer.encode(list(text))  # one C++ call for all
+    else:
+      ids = [vocab.encode(t) for t in text]
+    keep = length - 1 if feature.add_eos else length
+    tail = [vocab.eos_id] if feature.add_eos else []
+    out[name] = arrays.Ragged.from_rows([list(row[:keep]) + tail
+                                         for row in ids])
+  return out
+
+
 def export_cell(bundle: str, cell: str, stage_key: str, task: str,
                 eval_task: str, eval_parts: Sequence[str], model_config,
                 train_config, beam_size: int, decode_batch_size: int,
@@ -154,7 +191,8 @@ def export_cell(bundle: str, cell: str, stage_key: str, task: str,
                 finetune_steps: Optional[int] = None,
                 extra_parts: Optional[Mapping[str, Mapping[
                     str, arrays.Ragged]]] = None,
-                dev: Optional[Mapping[str, Any]] = None) -> str:
+                dev: Optional[Mapping[str, Any]] = None,
+                texts: Optional[Texts] = None) -> str:
   """Writes cell `cell` (a relative path) of training task or mixture
   `task`, scored on `eval_parts` of `eval_task`; returns its directory.
   With `pretrain_task`: trained on it first, then `finetune_steps` steps
@@ -163,7 +201,8 @@ def export_cell(bundle: str, cell: str, stage_key: str, task: str,
   experiment's model selection (`model_selection.dev_rows`), its rows
   exported as arrays: every checkpoint of the (final) training is scored
   on them and the best decodes the parts. An earlier
-  export of another stage key is replaced, outputs and all."""
+  export of another stage key is replaced, outputs and all. `texts`: as
+  `_task_arrays` takes it."""
   import seqio  # pylint: disable=g-import-not-at-top
   if train_config.curriculum != "none" or train_config.track_train_every:
     raise InputError("experiment.bundle, experiment.trainer 'arrays': "
@@ -189,10 +228,11 @@ def export_cell(bundle: str, cell: str, stage_key: str, task: str,
                 for t in provider.tasks]
                if isinstance(provider, seqio.Mixture) else [(name, 1.0)])
     return [{"task": member, "rate": rate,
-             "arrays": _saved_task_arrays(bundle, member, "train", lengths)}
+             "arrays": _saved_task_arrays(bundle, member, "train", lengths,
+                                          texts)}
             for member, rate in sorted(members)]
 
-  evals = {p: _saved_task_arrays(bundle, eval_task, p, lengths)
+  evals = {p: _saved_task_arrays(bundle, eval_task, p, lengths, texts)
            for p in eval_parts}
   evals.update({p: _save_arrays(bundle, data)
                 for p, data in (extra_parts or {}).items()})
@@ -203,7 +243,7 @@ def export_cell(bundle: str, cell: str, stage_key: str, task: str,
           "beam_size": beam_size, "decode_batch_size": decode_batch_size}
   if dev:
     part = arrays.load(os.path.join(bundle, _saved_task_arrays(
-        bundle, eval_task, dev["part"], lengths)))
+        bundle, eval_task, dev["part"], lengths, texts)))
     rows = model_selection.dev_rows(dev, len(part["inputs"]))
     spec["dev"] = _save_arrays(bundle, {k: arrays.Ragged.from_rows(
         [part[k].row(i) for i in rows]) for k in arrays.FIELDS})
