@@ -324,7 +324,8 @@ def backtranslate_bundled(out_dir: str, programs_path: str, data_dir: str,
       bundle_lib.export_cell(
           bundle, cell, key, names.reversed, names.reversed, parts,
           model_config, train_config, config.beam_size,
-          config.decode_batch_size, extra_parts={"programs": program_arrays})
+          config.decode_batch_size, extra_parts={"programs": program_arrays},
+          texts=tasks.registry.split_texts)
       raise bundle_lib.Pending(cell)
     scores = None
     if eval_part:
