@@ -37,13 +37,17 @@ import time
 from csl_jax.seq2seq import bundle
 
 
+def _cell_spec(source: str, cell: str) -> dict:
+  with open(os.path.join(source, bundle.CELLS_DIR, cell,
+                         bundle.CELL_FILE)) as f:
+    return json.load(f)
+
+
 def copies(source: str, cell: str, lanes: int, steps: int, width: int,
            into: str) -> None:
   """`lanes` copies of `cell` in a new bundle `into` (the arrays linked),
   seeds 0..lanes-1, `steps` steps, bucket `width`, nothing to decode."""
-  with open(os.path.join(source, bundle.CELLS_DIR, cell,
-                         bundle.CELL_FILE)) as f:
-    spec = json.load(f)
+  spec = _cell_spec(source, cell)
   spec.pop("pretrain", None)
   spec.pop("dev", None)
   spec["eval"] = {}
@@ -57,12 +61,6 @@ def copies(source: str, cell: str, lanes: int, steps: int, width: int,
     os.makedirs(directory)
     with open(os.path.join(directory, bundle.CELL_FILE), "w") as f:
       json.dump(cell_spec, f)
-
-
-def _cell_train(source: str, cell: str) -> dict:
-  with open(os.path.join(source, bundle.CELLS_DIR, cell,
-                         bundle.CELL_FILE)) as f:
-    return json.load(f)["train"]
 
 
 def measure(source: str, cell: str, lanes: int, steps: int, width: int
@@ -86,7 +84,7 @@ def measure(source: str, cell: str, lanes: int, steps: int, width: int
       seconds.append(done["train_seconds"])
   finally:
     shutil.rmtree(scratch, ignore_errors=True)
-  train = _cell_train(source, cell)
+  train = _cell_spec(source, cell)["train"]
   per_step = train["batch_size"] / max(min(lane_rates), 1e-9)
   fixed = max(0.0, max(seconds) - steps * per_step)
   return {"rate": sum(lane_rates), "seconds": max(seconds), "wall": wall,
@@ -110,7 +108,7 @@ def main():
   if len(args.bundle) > 1 and args.bucket_widths:
     parser.error("--bucket_widths takes one --bundle")
   if len(args.bundle) > 1:
-    settings = [(b, _cell_train(b, args.cell)["bucket_width"])
+    settings = [(b, _cell_spec(b, args.cell)["train"]["bucket_width"])
                 for b in args.bundle]
   else:
     settings = [(args.bundle[0], w) for w in args.bucket_widths or [80, 16]]

@@ -501,6 +501,7 @@ def experiment(out_dir: str,
     lanes: the arrays trainer's processes.
     wait: wait for another process holding `out_dir` instead of stopping.
   """
+  arguments = dict(locals())  # all of them, for the arrays trainer's rounds
   if trainer not in TRAINERS:
     raise InputError(f"experiment.trainer: {trainer!r}; valid: "
                      f"{', '.join(TRAINERS)}")
@@ -508,17 +509,9 @@ def experiment(out_dir: str,
     raise InputError(f"experiment.lanes must be an integer >= 1, not "
                      f"{lanes!r}")
   if trainer == "arrays":
-    return _train_arrays_here(out_dir, dict(
-        name=name, dataset=dataset, splits=splits, data_dir=data_dir,
-        dataset_options=dataset_options, methods=methods, data=data,
-        select=select, select_num=select_num, seeds=seeds, regime=regime,
-        finetune_steps=finetune_steps, eval_parts=eval_parts,
-        beam_size=beam_size, decode_batch_size=decode_batch_size,
-        categories=categories, synthetic_seed_params=synthetic_seed_params,
-        synthetic_per_seed=synthetic_per_seed,
-        vocab_model_type=vocab_model_type, mixing=mixing, dev=dev,
-        dev_fraction=dev_fraction, dev_seed=dev_seed, wait=wait,
-        bundle=bundle or os.path.join(out_dir, BUNDLE_DIR)), lanes)
+    arguments.update(trainer="seqio",
+                     bundle=bundle or os.path.join(out_dir, BUNDLE_DIR))
+    return _train_arrays_here(arguments)
   # pylint: disable=g-import-not-at-top
   import tasks
   from csl_jax.seq2seq import models
@@ -766,18 +759,19 @@ def experiment(out_dir: str,
           "plots": plots}
 
 
-def _train_arrays_here(out_dir: str, kwargs: Dict[str, Any], lanes: int
-                       ) -> Dict[str, Any]:
-  """`experiment` with the bundle's rounds run here: export, `run-bundle`,
-  rerun, until nothing waits (pcfg_bt's reverse models make two rounds)."""
+def _train_arrays_here(arguments: Dict[str, Any]) -> Dict[str, Any]:
+  """`experiment(**arguments)` (exporting to `arguments["bundle"]`) with the
+  bundle's rounds run here: export, `run-bundle`, rerun, until nothing
+  waits (pcfg_bt's reverse models make two rounds)."""
+  box, lanes = arguments["bundle"], arguments["lanes"]
   for _ in range(3):
-    summary = experiment(out_dir, trainer="seqio", **kwargs)
+    summary = experiment(**arguments)
     if not summary.get("pending"):
       return summary
     _say(f"training {len(summary['pending'])} bundle job(s) here "
          f"({lanes} lane(s))")
-    bundle_lib.run_bundle(kwargs["bundle"], lanes=lanes)
-  raise RuntimeError(f"{kwargs['bundle']}: jobs still wait after 3 rounds")
+    bundle_lib.run_bundle(box, lanes=lanes)
+  raise RuntimeError(f"{box}: jobs still wait after 3 rounds")
 
 
 def run(out_dir: str) -> Dict[str, Any]:
