@@ -2,7 +2,7 @@
 # Runs an experiment bundle's cells on one GPU machine in a single call and
 # packs what the experiment reads back (README "Cells on a GPU machine"):
 #   launch/gpu_bundle.sh --bundle B --lanes 10 --pack OUT/back.tgz \
-#     [--seconds 540] [--wheels .whl] [--dry_run]
+#     [--seconds 540] [--wheels .whl] [--stage_in /tmp/bundles] [--dry_run]
 # then, beside the experiment: tar xzf back.tgz -C B, and the experiment's
 # command again. --seconds stops the lanes that long after the script
 # started, in time to pack what finished (a later call resumes the rest).
@@ -10,7 +10,11 @@
 # bucket widths) with --bench_cell CELL: each is timed on CELL for
 # --bench_steps steps with the lanes (benchmarks/bench_bundle_throughput.py)
 # and the one whose cells would finish first runs (the first if the timing
-# fails or takes over a third of --seconds). --wheels puts the wheels of a
+# fails or takes over a third of --seconds). --stage_in DIR runs a copy of
+# the bundle kept in DIR, with JAX's compilation cache beside it: a
+# machine that keeps DIR (e.g. /tmp) but not the working tree between calls
+# resumes a run stopped by --seconds when the same command is given again,
+# without timing the bundles a second time. --wheels puts the wheels of a
 # directory on PYTHONPATH first (a machine without network: `pip download
 # gin-config -d .whl` beforehand). With several lanes NVIDIA's MPS daemon
 # is started, so the lanes' processes share the GPU instead of taking turns.
@@ -24,6 +28,7 @@ LANES=1
 PACK=""
 SECONDS_LIMIT=0
 WHEELS=""
+STAGE_IN=""
 
 usage() {
   cat <<USAGE
@@ -35,6 +40,7 @@ Usage: $0 --bundle DIR --pack FILE [flags]
   --lanes N         cells trained at once (default 1)
   --seconds S       stop the lanes S seconds after the start, then pack (default: no limit)
   --wheels DIR      install DIR/*.whl into /tmp/site, first on PYTHONPATH
+  --stage_in DIR    run a copy kept in DIR (a second call resumes it)
   --dry_run         print the commands instead of running them
 USAGE
 }
@@ -53,6 +59,7 @@ while (( $# )); do
     --pack) PACK="$VALUE" ;;
     --seconds) SECONDS_LIMIT="$VALUE" ;;
     --wheels) WHEELS="$VALUE" ;;
+    --stage_in) STAGE_IN="$VALUE" ;;
     *) usage >&2; die "unknown flag $FLAG" ;;
   esac
   shift "$USED"
@@ -80,8 +87,19 @@ export PYTHONPATH="$REPO_ROOT${PYTHONPATH:+:$PYTHONPATH}"
 if (( LANES > 1 )) && { (( DRY_RUN )) || command -v nvidia-cuda-mps-control > /dev/null; }; then
   run nvidia-cuda-mps-control -d
 fi
+STAGE=()
+CHOSEN=""
+if [[ -n "$STAGE_IN" ]]; then
+  STAGE=(--stage_in "$STAGE_IN")
+  export JAX_COMPILATION_CACHE_DIR="${JAX_COMPILATION_CACHE_DIR:-$STAGE_IN/jax_cache}"
+  CHOSEN="$STAGE_IN/chosen_bundle"
+fi
 BUNDLE="${BUNDLES[0]}"
-if [[ -n "$BENCH_CELL" ]]; then
+if [[ -n "$CHOSEN" && -s "$CHOSEN" ]] &&
+    printf '%s\n' "${BUNDLES[@]}" | grep -qxF "$(< "$CHOSEN")"; then
+  BUNDLE="$(< "$CHOSEN")"
+  echo "running $BUNDLE (chosen by an earlier call)"
+elif [[ -n "$BENCH_CELL" ]]; then
   BEST="${TMPDIR:-/tmp}/gpu_bundle_best.$$"
   BENCH=(python3 benchmarks/bench_bundle_throughput.py)
   for b in "${BUNDLES[@]}"; do BENCH+=(--bundle "$b"); done
@@ -93,8 +111,12 @@ if [[ -n "$BENCH_CELL" ]]; then
   run "${BENCH[@]}" || echo "the timing failed: running the first bundle"
   if (( ! DRY_RUN )) && [[ -s "$BEST" ]]; then BUNDLE="$(< "$BEST")"; fi
   echo "running $BUNDLE"
+  if [[ -n "$CHOSEN" ]] && (( ! DRY_RUN )); then
+    mkdir -p "$STAGE_IN" && echo "$BUNDLE" > "$CHOSEN"
+  fi
 fi
-RUN_BUNDLE=(python3 -m csl_jax.cli.main run-bundle "$BUNDLE" --lanes "$LANES")
+RUN_BUNDLE=(python3 -m csl_jax.cli.main run-bundle "$BUNDLE" --lanes "$LANES"
+            ${STAGE[@]+"${STAGE[@]}"})
 if (( SECONDS_LIMIT > 0 )); then
   # What the wheels and the timing took comes off the limit (bash's SECONDS:
   # since the script started).
@@ -106,4 +128,5 @@ if (( SECONDS_LIMIT > 0 )); then
 else
   run "${RUN_BUNDLE[@]}" || true
 fi
-run python3 -m csl_jax.cli.main run-bundle "$BUNDLE" --pack "$PACK" --pack_only
+run python3 -m csl_jax.cli.main run-bundle "$BUNDLE" --pack "$PACK" --pack_only \
+  ${STAGE[@]+"${STAGE[@]}"}

@@ -471,3 +471,44 @@ def test_arrays_trainer_trains_a_bundle_here_in_one_call(
   for bad in (dict(trainer="tfds"), dict(trainer="arrays", lanes=0)):
     with pytest.raises(InputError, match="trainer|lanes"):
       runner.experiment(out, **kw, **bad)
+
+
+def test_run_bundle_stage_in_runs_a_copy_later_calls_resume(
+    toy_experiment, tmp_path):  # pylint: disable=redefined-outer-name
+  """A machine that keeps /tmp but not the working tree between calls: the
+  bundle is copied there once (by its cells' specs) and run and packed
+  there; the same call again finds the copy, with what it had done."""
+  # pylint: disable=g-import-not-at-top
+  from csl_jax.cli import main as cli_main
+  from csl_jax.experiments import runner
+  # pylint: enable=g-import-not-at-top
+  out, box, kept = (str(tmp_path / "exp"), str(tmp_path / "bundle"),
+                    str(tmp_path / "kept"))
+  kw = dict(dataset="tsv", splits=["toy"], data_dir=toy_experiment,
+            methods=[], seeds=[0], beam_size=1, decode_batch_size=16,
+            bundle=box)
+  assert runner.experiment(out, **kw)["pending"] == ["toy/original/seed_0"]
+  copy = bundle.stage(box, kept)
+  assert os.path.dirname(copy) == kept and \
+      os.path.basename(copy).startswith("bundle-")
+  assert bundle.pending_cells(copy) == ["toy/original/seed_0"]
+  marker = os.path.join(copy, "cells", "toy", "original", "seed_0", "mark")
+  open(marker, "w").close()  # what a stopped call left there
+  assert bundle.stage(box, kept) == copy and os.path.exists(marker)
+  os.remove(marker)
+  back = str(tmp_path / "back.tgz")
+  assert cli_main.main(["run-bundle", box, "--stage_in", kept, "--pack",
+                        back]) == 0
+  assert bundle.pending_cells(copy) == []
+  assert bundle.pending_cells(box) == ["toy/original/seed_0"]  # untouched
+  import tarfile  # pylint: disable=g-import-not-at-top
+  with tarfile.open(back) as tar:
+    assert "cells/toy/original/seed_0/outputs.json" in tar.getnames()
+  # Exported again with other cells: another copy.
+  kw["seeds"] = [0, 1]
+  runner.experiment(out, **kw)
+  other = bundle.stage(box, kept)
+  assert other != copy and bundle.pending_cells(other) == [
+      "toy/original/seed_0", "toy/original/seed_1"]
+  with pytest.raises(InputError, match="not a bundle"):
+    bundle.stage(str(tmp_path), kept)

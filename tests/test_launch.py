@@ -224,6 +224,34 @@ def test_gpu_bundle_times_several_bundles_then_runs_the_fastest():
     assert out.returncode == 2 and message in out.stderr, out.stderr
 
 
+def test_gpu_bundle_stage_in_runs_a_kept_copy_and_keeps_the_choice(
+    tmp_path):
+  stage = str(tmp_path / "kept")
+  args = ["--bundle", "B80", "--bundle", "B16", "--bench_cell", "s/d/seed_0",
+          "--lanes", "10", "--pack", "p", "--seconds", "540", "--stage_in",
+          stage, "--dry_run"]
+  commands = _commands(run("gpu_bundle.sh", *args))
+  assert commands[-3][4] == "benchmarks/bench_bundle_throughput.py"
+  assert commands[-2][-6:] == ["run-bundle", "B80", "--lanes", "10",
+                               "--stage_in", stage]
+  assert commands[-1][-6:] == ["B80", "--pack", "p", "--pack_only",
+                               "--stage_in", stage]
+  # A second call (the same command) runs the bundle the first one chose,
+  # without timing them again; a choice not among the bundles is ignored.
+  os.makedirs(stage)
+  with open(os.path.join(stage, "chosen_bundle"), "w") as f:
+    f.write("B16\n")
+  commands = _commands(run("gpu_bundle.sh", *args))
+  assert not any("benchmarks/bench_bundle_throughput.py" in c
+                 for c in commands)
+  assert commands[-2][-6:] == ["run-bundle", "B16", "--lanes", "10",
+                               "--stage_in", stage]
+  with open(os.path.join(stage, "chosen_bundle"), "w") as f:
+    f.write("B32\n")
+  commands = _commands(run("gpu_bundle.sh", *args))
+  assert commands[-3][4] == "benchmarks/bench_bundle_throughput.py"
+
+
 def test_bundle_timing_projects_the_cells_steps(load_script, tmp_path,
                                                 monkeypatch):
   """Bundle "wide" trains 1,000 examples/s per lane after 10 s of

@@ -22,6 +22,10 @@ def add_parser(subparsers) -> None:
   p.add_argument("--pack_only", action="store_true",
                  help="train nothing: only --pack what is finished (e.g. "
                  "after a run stopped by a time limit)")
+  p.add_argument("--stage_in", default=None, metavar="DIR",
+                 help="run (and pack) a copy of the bundle kept under DIR "
+                 "(made once; a later call resumes it): for machines that "
+                 "keep DIR but not the working tree between calls")
   p.add_argument("--lane", type=int, default=None,
                  help=argparse.SUPPRESS)  # run_bundle's own processes
 
@@ -29,6 +33,9 @@ def add_parser(subparsers) -> None:
 def main(args) -> int:
   if args.pack_only and not args.pack:
     raise InputError("--pack_only needs --pack FILE")
+  if args.stage_in and args.lane is None:
+    args.bundle = bundle.stage(args.bundle, args.stage_in)
+    print(f"[run-bundle] running the copy {args.bundle}")
   left = []
   if not args.pack_only:
     result = bundle.run_bundle(args.bundle, max(args.lanes, 1), args.lane)

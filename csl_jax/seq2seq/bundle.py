@@ -24,6 +24,7 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -417,6 +418,31 @@ def pack_outputs(bundle: str, path: str) -> List[str]:
   return packed
 
 
+def stage(bundle: str, into: str) -> str:
+  """A copy of `bundle` under `into` that later calls reuse: the machine
+  keeps `into` (e.g. /tmp) between calls while it stays up, but not the
+  working tree the bundle came with, so a run stopped by its time limit
+  resumes from the copy's checkpoints. The copy is named by the digest of
+  the cells' specs: a bundle exported again with other cells gets a new
+  one. Returns the copy's path."""
+  root = os.path.join(bundle, CELLS_DIR)
+  if not os.path.isdir(root):
+    raise InputError("not a bundle (no cells/)", bundle)
+  h = hashlib.sha256()
+  for cell in sorted(_cells(bundle, False) + _cells(bundle, True)):
+    with open(os.path.join(root, cell, CELL_FILE), "rb") as f:
+      h.update(f"{cell}\0".encode() + f.read() + b"\0")
+  name = os.path.basename(os.path.normpath(os.path.abspath(bundle)))
+  target = os.path.join(into, f"{name}-{h.hexdigest()[:16]}")
+  if not os.path.isdir(target):
+    os.makedirs(into, exist_ok=True)
+    tmp = f"{target}.tmp.{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.copytree(bundle, tmp, symlinks=True)
+    os.replace(tmp, target)  # whole or absent: a copy cut short is redone
+  return target
+
+
 def lane_environment(lanes: int, environ: Mapping[str, str]
                      ) -> Dict[str, str]:
   """The environment of each of `lanes` processes: 1/lanes of the
@@ -447,7 +473,19 @@ def run_bundle(bundle: str, lanes: int = 1, lane: Optional[int] = None,
         [sys.executable, "-m", "csl_jax.cli.main", "run-bundle", bundle,
          "--lanes", str(lanes), "--lane", str(i)], env=env)
              for i in range(min(lanes, len(cells)))]
-    failed = [p.args for p in procs if p.wait() != 0]
+    # A time limit's SIGTERM reaches the lanes too (one process group):
+    # they checkpoint and exit, and this process waits for them, so what
+    # runs next (e.g. --pack_only) sees their checkpoints complete.
+    stopped = []
+    previous = signal.signal(signal.SIGTERM, lambda *_: stopped.append(1))
+    try:
+      failed = [p.args for p in procs if p.wait() != 0]
+    finally:
+      signal.signal(signal.SIGTERM, previous)
+    if stopped:
+      print(f"[run-bundle] stopped by SIGTERM: {len(pending_cells(bundle))}"
+            " cell(s) left; the same command resumes them", flush=True)
+      raise SystemExit(128 + signal.SIGTERM)
     if failed:
       raise RuntimeError(f"{len(failed)} lane(s) failed; rerun to resume")
     return {"cells": cells, "left": pending_cells(bundle)}

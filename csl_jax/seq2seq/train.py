@@ -18,6 +18,8 @@ import functools
 import hashlib
 import json
 import os
+import signal
+import threading
 import time
 from typing import Any, Callable, Dict, Iterator, Optional, Sequence, Tuple
 
@@ -436,6 +438,34 @@ def selector(out_dir: str, model_config, dev, batch_size: int
                                   model_selection.dev_digest(inputs, targets))
 
 
+class _StopRequest:
+  """SIGTERM (a time limit's `timeout`, a machine being taken back) asks
+  the loop to checkpoint the step it is on and exit, so the next run
+  resumes there rather than at the last scheduled checkpoint. Only the
+  main thread takes signals: elsewhere nothing is asked."""
+
+  def __init__(self):
+    self.requested = False
+    self._previous = None
+
+  def __enter__(self):
+    if threading.current_thread() is threading.main_thread():
+      self._previous = signal.signal(signal.SIGTERM, self._ask)
+    return self
+
+  def _ask(self, signum, frame):
+    del signum, frame
+    self.requested = True
+
+  def __exit__(self, *exc_info):
+    if self._previous is not None:
+      signal.signal(signal.SIGTERM, self._previous)
+
+
+def _scheduled(step: int, config: TrainConfig) -> bool:
+  return step % config.checkpoint_every == 0 or step == config.num_steps
+
+
 def fit(out_dir: str, model_config, config: TrainConfig,
         key: Dict[str, Any], batches: Callable[[int], Iterator[Any]],
         extra_config: Optional[Dict[str, Any]] = None,
@@ -479,7 +509,9 @@ def fit(out_dir: str, model_config, config: TrainConfig,
           "scored on this dev set (trained without one?); train into a new "
           "directory to select a checkpoint", os.path.join(
               out_dir, model_selection.HISTORY_FILE))
-    if select.resume(start):  # killed before scoring its last
+    # Killed before scoring its last scheduled checkpoint (one written on
+    # SIGTERM between them is no candidate).
+    if select.resume(start) and _scheduled(start, config):
       select(state.params, start)
   batches = batches(start)
   rates = learning_rates(config)
@@ -497,48 +529,57 @@ def fit(out_dir: str, model_config, config: TrainConfig,
     history.extend(float(o["loss"]) for o in fetched)
     return fetched
 
-  # A bar on a terminal, a few log lines in a log file.
-  for step in progress_lib.progress(range(start, config.num_steps),
-                                    disable=not progress, desc="train"):
-    batch = next(batches)
-    shape = tuple(v.shape for v in batch.values())
-    batch = jax.device_put(batch, data_sharding)
-    compiles = shape not in shapes  # a new shape's first step compiles
-    if compiles:
-      jax.block_until_ready(state)
-      tick = time.time()
-    state, out = train_step(state, batch, rng, rates[step])
-    if compiles:
-      jax.block_until_ready(out)
-      compile_seconds += time.time() - tick
-      shapes.add(shape)
-    else:
-      timed_steps += 1
-    waiting.append(out)
-    done = step + 1
-    if done % config.log_every == 0 or done == config.num_steps:
-      scalars = {k: float(v) for k, v in fetch()[-1].items()}
-      if config.curriculum != "none":
-        scalars["curriculum_available"] = curriculum_lib.available_fraction(
-            step, config.num_steps, config.curriculum_start,
-            config.curriculum_end)
-      summaries.scalars(scalars, done, "train")
-    if track and done % config.track_train_every == 0:
-      tick = time.time()
-      track(state.params, done)
-      eval_seconds += time.time() - tick
-    if done % config.checkpoint_every == 0 or done == config.num_steps:
-      manager.save(done, args=ocp.args.StandardSave(_pytree(state)))
-      if select:
-        manager.wait_until_finished()  # scored only once it is on disk
+  with _StopRequest() as stop:
+    # A bar on a terminal, a few log lines in a log file.
+    for step in progress_lib.progress(range(start, config.num_steps),
+                                      disable=not progress, desc="train"):
+      batch = next(batches)
+      shape = tuple(v.shape for v in batch.values())
+      batch = jax.device_put(batch, data_sharding)
+      compiles = shape not in shapes  # a new shape's first step compiles
+      if compiles:
+        jax.block_until_ready(state)
         tick = time.time()
-        select(state.params, done)
-        eval_seconds += time.time() - tick
-      if evaluate:
+      state, out = train_step(state, batch, rng, rates[step])
+      if compiles:
+        jax.block_until_ready(out)
+        compile_seconds += time.time() - tick
+        shapes.add(shape)
+      else:
+        timed_steps += 1
+      waiting.append(out)
+      done = step + 1
+      if done % config.log_every == 0 or done == config.num_steps:
+        scalars = {k: float(v) for k, v in fetch()[-1].items()}
+        if config.curriculum != "none":
+          scalars["curriculum_available"] = (
+              curriculum_lib.available_fraction(
+                  step, config.num_steps, config.curriculum_start,
+                  config.curriculum_end))
+        summaries.scalars(scalars, done, "train")
+      if track and done % config.track_train_every == 0:
         tick = time.time()
-        metrics["eval"] = evaluate(state, data_sharding)
+        track(state.params, done)
         eval_seconds += time.time() - tick
-        summaries.scalars(metrics["eval"], done, config.eval_split)
+      if _scheduled(done, config):
+        manager.save(done, args=ocp.args.StandardSave(_pytree(state)))
+        if select:
+          manager.wait_until_finished()  # scored only once it is on disk
+          tick = time.time()
+          select(state.params, done)
+          eval_seconds += time.time() - tick
+        if evaluate:
+          tick = time.time()
+          metrics["eval"] = evaluate(state, data_sharding)
+          eval_seconds += time.time() - tick
+          summaries.scalars(metrics["eval"], done, config.eval_split)
+      elif stop.requested:
+        manager.save(done, args=ocp.args.StandardSave(_pytree(state)))
+      if stop.requested and done < config.num_steps:
+        manager.wait_until_finished()
+        summaries.close()
+        logging.info("SIGTERM: stopped at step %d (checkpointed)", done)
+        raise SystemExit(128 + signal.SIGTERM)
   fetch()
   steady_seconds = time.time() - wall_start - compile_seconds - eval_seconds
   manager.wait_until_finished()
