@@ -365,7 +365,7 @@ def _copy_run(out, tmp_path):
 
 
 def test_killed_run_resumes_the_missing_steps(trained, reverse_task,
-                                              tmp_path):
+                                              tmp_path, monkeypatch):
   out, _ = trained
   _, params = train.load_params(out)
   # Killed after the checkpoint of step 160: resumed there, to the end.
@@ -374,9 +374,34 @@ def test_killed_run_resumes_the_missing_steps(trained, reverse_task,
   # ... and before step 160 was scored on the dev set: scored first.
   with open(os.path.join(killed, model_selection.HISTORY_FILE), "w") as f:
     json.dump({"history": trained[1]["dev_history"][:1]}, f)
+  # A time limit's SIGTERM during step 171 (the learning rate of step 170
+  # is read in it) stops that run: it checkpoints step 171, exits 143.
+  learning_rates = train.learning_rates
+
+  class SignalAt:
+    def __init__(self, rates):
+      self.rates = rates
+
+    def __getitem__(self, step):
+      if step == 170:
+        os.kill(os.getpid(), signal.SIGTERM)
+      return self.rates[step]
+
+  monkeypatch.setattr(train, "learning_rates",
+                      lambda config: SignalAt(learning_rates(config)))
+  before = signal.getsignal(signal.SIGTERM)
+  with pytest.raises(SystemExit) as stopped:
+    train.train(killed, reverse_task[0], TINY, TRAIN, progress=False,
+                dev=_dev(reverse_task[0]))
+  assert stopped.value.code == 128 + signal.SIGTERM
+  assert signal.getsignal(signal.SIGTERM) == before
+  assert train.checkpoint_manager(killed).all_steps() == [160, 171]
+  monkeypatch.setattr(train, "learning_rates", learning_rates)
+  # Rerun: from 171 to the uninterrupted run's parameters and dev choices;
+  # 171, off schedule, is no dev candidate.
   more = train.train(killed, reverse_task[0], TINY, TRAIN, progress=False,
                      dev=_dev(reverse_task[0]))
-  assert more["start_step"] == 160 and more["steps"] == TRAIN.num_steps
+  assert more["start_step"] == 171 and more["steps"] == TRAIN.num_steps
   _, resumed = train.load_params(killed)
   for a, b in zip(jax.tree_util.tree_leaves(params),
                   jax.tree_util.tree_leaves(resumed)):
@@ -387,48 +412,6 @@ def test_killed_run_resumes_the_missing_steps(trained, reverse_task,
       jax.tree_util.tree_leaves(train.load_params(out, selected=True)[1]),
       jax.tree_util.tree_leaves(train.load_params(killed, selected=True)[1])):
     np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
-
-
-def test_sigterm_checkpoints_the_step_it_is_on_and_resumes_exactly(
-    trained, reverse_task, tmp_path, monkeypatch):
-  """A time limit's SIGTERM during step 101 (between the checkpoints of
-  80 and 160): the run saves step 101 and exits 143; rerun, it trains from
-  101 to the uninterrupted run's very parameters and dev choices, and 101
-  (off schedule) is never a dev candidate."""
-  out, metrics = trained
-  learning_rates = train.learning_rates
-
-  class SignalAt:  # the learning rate of step 100 is read in step 101
-    def __init__(self, rates):
-      self.rates = rates
-
-    def __getitem__(self, step):
-      if step == 100:
-        os.kill(os.getpid(), signal.SIGTERM)
-      return self.rates[step]
-
-  monkeypatch.setattr(train, "learning_rates",
-                      lambda config: SignalAt(learning_rates(config)))
-  run, before = str(tmp_path / "run"), signal.getsignal(signal.SIGTERM)
-  with pytest.raises(SystemExit) as stopped:
-    train.train(run, reverse_task[0], TINY, TRAIN, progress=False,
-                dev=_dev(reverse_task[0]))
-  assert stopped.value.code == 128 + signal.SIGTERM
-  assert signal.getsignal(signal.SIGTERM) == before
-  assert train.checkpoint_manager(run).all_steps() == [80, 101]
-  with open(os.path.join(run, model_selection.HISTORY_FILE)) as f:
-    assert [s for s, _ in json.load(f)["history"]] == [80]
-  monkeypatch.setattr(train, "learning_rates", learning_rates)
-  more = train.train(run, reverse_task[0], TINY, TRAIN, progress=False,
-                     dev=_dev(reverse_task[0]))
-  assert more["start_step"] == 101 and more["steps"] == TRAIN.num_steps
-  assert more["dev_history"] == metrics["dev_history"]
-  assert more["selected_step"] == metrics["selected_step"]
-  for selected in (False, True):
-    for a, b in zip(
-        jax.tree_util.tree_leaves(train.load_params(out, selected)[1]),
-        jax.tree_util.tree_leaves(train.load_params(run, selected)[1])):
-      np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
 def test_a_run_trained_without_the_dev_set_is_not_selected_on_it(
