@@ -70,6 +70,22 @@ def silence_accelerator_logs() -> None:
       logger.addFilter(_DropJaxProbe())
 
 
+class _DropCheckpointerInfo(logging.Filter):
+  """Orbax logs a dozen INFO lines per checkpoint saved; ten lanes of a
+  GPU call bury their own progress under them. Its warnings pass."""
+
+  def filter(self, record: logging.LogRecord) -> bool:
+    return (record.levelno >= logging.WARNING or
+            f"{os.sep}orbax{os.sep}" not in record.pathname)
+
+
+def quiet_checkpointer_logs() -> None:
+  """Drops orbax's INFO records from absl's logger; idempotent."""
+  logger = logging.getLogger("absl")
+  if not any(isinstance(f, _DropCheckpointerInfo) for f in logger.filters):
+    logger.addFilter(_DropCheckpointerInfo())
+
+
 @contextlib.contextmanager
 def filtered_stderr() -> Iterator[None]:
   """Runs the block with fd 2 captured, then writes back every line that is

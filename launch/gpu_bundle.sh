@@ -87,6 +87,16 @@ export PYTHONPATH="$REPO_ROOT${PYTHONPATH:+:$PYTHONPATH}"
 if (( LANES > 1 )) && { (( DRY_RUN )) || command -v nvidia-cuda-mps-control > /dev/null; }; then
   run nvidia-cuda-mps-control -d
 fi
+# The GPU's state, then a line of power, use and clocks every 30 s while
+# the lanes run: a slow call shows whether the device was throttled.
+MONITOR=""
+if (( DRY_RUN )) || command -v nvidia-smi > /dev/null; then
+  run nvidia-smi --format=csv \
+    --query-gpu=name,compute_mode,clocks.max.sm,power.limit,temperature.gpu \
+    || true
+  echo "+ nvidia-smi dmon -s puc -d 30 &"
+  if (( ! DRY_RUN )); then nvidia-smi dmon -s puc -d 30 & MONITOR=$!; fi
+fi
 STAGE=()
 CHOSEN=""
 if [[ -n "$STAGE_IN" ]]; then
@@ -128,5 +138,6 @@ if (( SECONDS_LIMIT > 0 )); then
 else
   run "${RUN_BUNDLE[@]}" || true
 fi
+if [[ -n "$MONITOR" ]]; then kill "$MONITOR" 2> /dev/null || true; fi
 run python3 -m csl_jax.cli.main run-bundle "$BUNDLE" --pack "$PACK" --pack_only \
   ${STAGE[@]+"${STAGE[@]}"}

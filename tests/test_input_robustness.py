@@ -316,6 +316,39 @@ def test_filtered_stderr_drops_only_probe_noise(capfd):
   assert capfd.readouterr().err == "a real problem\n"
 
 
+def test_checkpointer_info_is_dropped_its_warnings_and_ours_kept(
+    tmp_path, caplog):
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  import orbax.checkpoint as ocp  # pylint: disable=g-import-not-at-top
+  from absl import logging as absl_logging  # pylint: disable=g-import-not-at-top
+  from csl_jax.seq2seq import train  # pylint: disable=g-import-not-at-top
+
+  def save(directory):
+    with caplog.at_level(py_logging.INFO):
+      caplog.clear()
+      manager = train.checkpoint_manager(str(directory))
+      manager.save(1, args=ocp.args.StandardSave({"w": np.zeros(3)}))
+      manager.wait_until_finished()
+      absl_logging.info("train: 1/1 it")
+    return [r for r in caplog.records if "orbax" in r.pathname]
+
+  assert save(tmp_path / "loud")  # orbax does log INFO lines
+  absl = py_logging.getLogger("absl")
+  before = list(absl.filters)
+  try:
+    quiet.quiet_checkpointer_logs()
+    quiet.quiet_checkpointer_logs()
+    assert len(absl.filters) == len(before) + 1
+    assert not save(tmp_path / "quiet")
+    assert "train: 1/1 it" in caplog.text
+    warning = py_logging.LogRecord("absl", py_logging.WARNING,
+                                   "/x/orbax/checkpoint/a.py", 1, "w", None,
+                                   None)
+    assert absl.filter(warning)
+  finally:
+    absl.filters[:] = before
+
+
 def test_progress_logs_when_stderr_is_not_a_terminal(monkeypatch, caplog):
   monkeypatch.setenv(progress_lib.ENV, "0")
   with caplog.at_level(py_logging.INFO):

@@ -182,6 +182,8 @@ def test_gpu_bundle_runs_lanes_in_time_then_packs():
   assert commands[0][:5] == ["pip", "install", "--quiet", "--no-deps",
                              "--target"]
   assert ["nvidia-cuda-mps-control", "-d"] in commands
+  assert ["nvidia-smi", "dmon", "-s", "puc", "-d", "30", "&"] in commands
+  assert any(c[:2] == ["nvidia-smi", "--format=csv"] for c in commands)
   assert commands[-2] == ["timeout", "--kill-after=10", "540", "python3",
                           "-m", "csl_jax.cli.main", "run-bundle", "B",
                           "--lanes", "10"]
@@ -189,7 +191,7 @@ def test_gpu_bundle_runs_lanes_in_time_then_packs():
                           "B", "--pack", "/o/back.tgz", "--pack_only"]
   one = _commands(run("gpu_bundle.sh", "--bundle", "B", "--pack", "p",
                       "--dry_run"))
-  assert one == [["python3", "-m", "csl_jax.cli.main", "run-bundle", "B",
+  assert one[-2:] == [["python3", "-m", "csl_jax.cli.main", "run-bundle", "B",
                   "--lanes", "1"],
                  ["python3", "-m", "csl_jax.cli.main", "run-bundle", "B",
                   "--pack", "p", "--pack_only"]]

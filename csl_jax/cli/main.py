@@ -104,6 +104,7 @@ def main(argv: Optional[List[str]] = None, *,
          freeze_imports: bool = False) -> int:
   argv = list(sys.argv[1:] if argv is None else argv)
   logging.set_verbosity(logging.INFO)
+  quiet.quiet_checkpointer_logs()
   stage.set_command_line(argv)
   try:
     files, bindings, rest = _split_gin_flags(argv)
