@@ -2,7 +2,8 @@
 # Runs an experiment bundle's cells on one GPU machine in a single call and
 # packs what the experiment reads back (README "Cells on a GPU machine"):
 #   launch/gpu_bundle.sh --bundle B --lanes 10 --pack OUT/back.tgz \
-#     [--seconds 540] [--wheels .whl] [--stage_in /tmp/bundles] [--dry_run]
+#     [--seconds 540] [--wheels .whl] [--stage_in /tmp/bundles]
+#     [--only 'GLOB'] [--dry_run]
 # then, beside the experiment: tar xzf back.tgz -C B, and the experiment's
 # command again. --seconds stops the lanes that long after the script
 # started, in time to pack what finished (a later call resumes the rest).
@@ -29,6 +30,7 @@ PACK=""
 SECONDS_LIMIT=0
 WHEELS=""
 STAGE_IN=""
+ONLY=""
 
 usage() {
   cat <<USAGE
@@ -41,6 +43,7 @@ Usage: $0 --bundle DIR --pack FILE [flags]
   --seconds S       stop the lanes S seconds after the start, then pack (default: no limit)
   --wheels DIR      install DIR/*.whl into /tmp/site, first on PYTHONPATH
   --stage_in DIR    run a copy kept in DIR (a second call resumes it)
+  --only GLOB       run only the pending cells matching GLOB (all are packed)
   --dry_run         print the commands instead of running them
 USAGE
 }
@@ -60,6 +63,7 @@ while (( $# )); do
     --seconds) SECONDS_LIMIT="$VALUE" ;;
     --wheels) WHEELS="$VALUE" ;;
     --stage_in) STAGE_IN="$VALUE" ;;
+    --only) ONLY="$VALUE" ;;
     *) usage >&2; die "unknown flag $FLAG" ;;
   esac
   shift "$USED"
@@ -127,6 +131,7 @@ elif [[ -n "$BENCH_CELL" ]]; then
 fi
 RUN_BUNDLE=(python3 -m csl_jax.cli.main run-bundle "$BUNDLE" --lanes "$LANES"
             ${STAGE[@]+"${STAGE[@]}"})
+if [[ -n "$ONLY" ]]; then RUN_BUNDLE+=(--only "$ONLY"); fi
 if (( SECONDS_LIMIT > 0 )); then
   # What the wheels and the timing took comes off the limit (bash's SECONDS:
   # since the script started).

@@ -510,5 +510,9 @@ def test_run_bundle_stage_in_runs_a_copy_later_calls_resume(
   other = bundle.stage(box, kept)
   assert other != copy and bundle.pending_cells(other) == [
       "toy/original/seed_0", "toy/original/seed_1"]
+  # --only: the matching cells alone (the exit status speaks of them).
+  assert cli_main.main(["run-bundle", box, "--stage_in", kept, "--only",
+                        "*/seed_1"]) == 0
+  assert bundle.pending_cells(other) == ["toy/original/seed_0"]
   with pytest.raises(InputError, match="not a bundle"):
     bundle.stage(str(tmp_path), kept)

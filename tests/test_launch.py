@@ -252,6 +252,11 @@ def test_gpu_bundle_stage_in_runs_a_kept_copy_and_keeps_the_choice(
     f.write("B32\n")
   commands = _commands(run("gpu_bundle.sh", *args))
   assert commands[-3][4] == "benchmarks/bench_bundle_throughput.py"
+  # --only: the lanes run the matching cells; the pack takes all finished.
+  commands = _commands(run("gpu_bundle.sh", "--bundle", "B", "--pack", "p",
+                           "--only", "*/primaug_20/*", "--dry_run"))
+  assert commands[-2][-4:] == ["--lanes", "1", "--only", "*/primaug_20/*"]
+  assert "--only" not in commands[-1]
 
 
 def test_bundle_timing_projects_the_cells_steps(load_script, tmp_path,

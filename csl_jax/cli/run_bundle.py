@@ -22,6 +22,9 @@ def add_parser(subparsers) -> None:
   p.add_argument("--pack_only", action="store_true",
                  help="train nothing: only --pack what is finished (e.g. "
                  "after a run stopped by a time limit)")
+  p.add_argument("--only", default=None, metavar="GLOB",
+                 help="run only the pending cells matching GLOB (e.g. "
+                 "'*/primaug_20/*'): the rows that matter most first")
   p.add_argument("--stage_in", default=None, metavar="DIR",
                  help="run (and pack) a copy of the bundle kept under DIR "
                  "(made once; a later call resumes it): for machines that "
@@ -38,7 +41,8 @@ def main(args) -> int:
     print(f"[run-bundle] running the copy {args.bundle}")
   left = []
   if not args.pack_only:
-    result = bundle.run_bundle(args.bundle, max(args.lanes, 1), args.lane)
+    result = bundle.run_bundle(args.bundle, max(args.lanes, 1), args.lane,
+                               only=args.only)
     left = result["left"]
     print(f"[run-bundle] {len(result['cells'])} cell(s) run, "
           f"{len(left)} left in {args.bundle}")

@@ -19,6 +19,7 @@ whose data or settings changed since it was exported are never imported.
 """
 
 import dataclasses
+import fnmatch
 import functools
 import hashlib
 import json
@@ -458,20 +459,27 @@ def lane_environment(lanes: int, environ: Mapping[str, str]
 
 
 def run_bundle(bundle: str, lanes: int = 1, lane: Optional[int] = None,
-               progress: bool = True) -> Dict[str, Any]:
-  """Every pending cell of `bundle`. With `lanes` > 1, that many processes
+               progress: bool = True, only: Optional[str] = None
+               ) -> Dict[str, Any]:
+  """Every pending cell of `bundle` (those matching the glob `only`, e.g.
+  "*/primaug_20/*", if given). With `lanes` > 1, that many processes
   share the accelerator (small models leave most of it idle), lane i
   taking pending cells i, i + lanes, ...; each gets 1/lanes of its memory."""
   if not os.path.isdir(os.path.join(bundle, CELLS_DIR)):
     raise InputError("not a bundle (no cells/)", bundle)
-  cells = pending_cells(bundle)
+  def chosen():
+    return [c for c in pending_cells(bundle)
+            if only is None or fnmatch.fnmatchcase(c, only)]
+
+  cells = chosen()
   if lane is not None:
     cells = cells[lane::lanes]
   elif lanes > 1 and len(cells) > 1:
     env = lane_environment(lanes, os.environ)
     procs = [subprocess.Popen(
         [sys.executable, "-m", "csl_jax.cli.main", "run-bundle", bundle,
-         "--lanes", str(lanes), "--lane", str(i)], env=env)
+         "--lanes", str(lanes), "--lane", str(i)]
+        + ([] if only is None else ["--only", only]), env=env)
              for i in range(min(lanes, len(cells)))]
     # A time limit's SIGTERM reaches the lanes too (one process group):
     # they checkpoint and exit, and this process waits for them, so what
@@ -484,11 +492,11 @@ def run_bundle(bundle: str, lanes: int = 1, lane: Optional[int] = None,
       signal.signal(signal.SIGTERM, previous)
     if stopped:
       print(f"[run-bundle] stopped by SIGTERM: {len(pending_cells(bundle))}"
-            " cell(s) left; the same command resumes them", flush=True)
+            " cell(s) left in all; the same command resumes", flush=True)
       raise SystemExit(128 + signal.SIGTERM)
     if failed:
       raise RuntimeError(f"{len(failed)} lane(s) failed; rerun to resume")
-    return {"cells": cells, "left": pending_cells(bundle)}
+    return {"cells": cells, "left": chosen()}
   for i, cell in enumerate(cells, start=1):
     tick = time.time()
     if lane is not None:
@@ -500,4 +508,4 @@ def run_bundle(bundle: str, lanes: int = 1, lane: Optional[int] = None,
           f"{time.time() - tick:.0f} s, train "
           f"{done['train'].get('examples_per_second') or 0:.0f} examples/s",
           flush=True)
-  return {"cells": cells, "left": pending_cells(bundle)}
+  return {"cells": cells, "left": chosen()}
