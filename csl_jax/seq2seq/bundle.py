@@ -345,7 +345,7 @@ def run_cell(bundle: str, cell: str, progress: bool = False
         lambda first: arrays.batches(tasks, rates, lengths,
                                      config.batch_size, config.bucket_width,
                                      config.seed, first),
-        progress=progress, init_from=init_from,
+        progress=progress, init_from=init_from, desc=f"{cell} {out}",
         select=train_lib.selector(os.path.join(directory, out), model_config,
                                   dev, config.batch_size))
 

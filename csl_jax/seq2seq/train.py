@@ -472,15 +472,16 @@ def fit(out_dir: str, model_config, config: TrainConfig,
         progress: bool = True, init_from: Optional[str] = None,
         evaluate: Optional[Callable[[Any, Any], Dict[str, float]]] = None,
         track: Optional[Callable[[Any, int], None]] = None,
-        select: Optional[model_selection.Selector] = None
-        ) -> Dict[str, Any]:
+        select: Optional[model_selection.Selector] = None,
+        desc: str = "train") -> Dict[str, Any]:
   """The training loop of `train`, on any data: `batches(start)` yields
   the batches of steps start, start + 1, ... (numpy features; the same
   ones for a given start whenever called, so a resumed run keeps its
   data order); `key` (`run_key`'s parts) identifies the run. `evaluate`
   (state, sharding) -> losses on a held-out split at each checkpoint;
   `track(params, step)` every `config.track_train_every` steps; `select`
-  scores each checkpoint once it is saved and keeps the best."""
+  scores each checkpoint once it is saved and keeps the best; `desc`
+  names the run in its progress lines."""
   os.makedirs(out_dir, exist_ok=True)
   key = dict(key)
   if init_from:
@@ -532,7 +533,7 @@ def fit(out_dir: str, model_config, config: TrainConfig,
   with _StopRequest() as stop:
     # A bar on a terminal, a few log lines in a log file.
     for step in progress_lib.progress(range(start, config.num_steps),
-                                      disable=not progress, desc="train"):
+                                      disable=not progress, desc=desc):
       batch = next(batches)
       shape = tuple(v.shape for v in batch.values())
       batch = jax.device_put(batch, data_sharding)
