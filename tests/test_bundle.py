@@ -516,3 +516,24 @@ def test_run_bundle_stage_in_runs_a_copy_later_calls_resume(
   assert bundle.pending_cells(other) == ["toy/original/seed_0"]
   with pytest.raises(InputError, match="not a bundle"):
     bundle.stage(str(tmp_path), kept)
+
+
+def test_a_failed_lane_exits_at_once_with_its_error(tmp_path):
+  """A lane ends with os._exit: a thread left running cannot keep it, and
+  the parent waiting for it, alive; its error is reported."""
+  import time  # pylint: disable=g-import-not-at-top
+  cell = tmp_path / "bundle" / "cells" / "c"
+  cell.mkdir(parents=True)
+  (cell / "cell.json").write_text("{}")  # no model: run_cell fails
+  code = ("import threading, time; threading.Thread(target=time.sleep, "
+          "args=(120,)).start(); from csl_jax.cli import main; "
+          f"main.main(['run-bundle', {str(tmp_path / 'bundle')!r}, "
+          "'--lanes', '2', '--lane', '0'])")
+  env = dict(os.environ, PYTHONPATH=_REPO_ROOT + os.pathsep +
+             os.environ.get("PYTHONPATH", ""), JAX_PLATFORMS="cpu")
+  tick = time.time()
+  done = subprocess.run([sys.executable, "-c", code], env=env,
+                        capture_output=True, text=True, timeout=300,
+                        check=False)
+  assert time.time() - tick < 90
+  assert done.returncode == 1 and "KeyError: 'model'" in done.stderr

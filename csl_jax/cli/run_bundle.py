@@ -2,7 +2,11 @@
 cells (`experiment.bundle`) where an accelerator is, with JAX alone."""
 
 import argparse
+import os
+import sys
+import traceback
 
+from csl_jax.cli import stage
 from csl_jax.errors import InputError
 from csl_jax.seq2seq import bundle
 
@@ -33,20 +37,44 @@ def add_parser(subparsers) -> None:
                  help=argparse.SUPPRESS)  # run_bundle's own processes
 
 
+def _lane(args) -> None:
+  """One lane of a multi-lane run (run_bundle's own process). It ends with
+  os._exit whatever happened: a lane that failed, e.g. to open the device,
+  can otherwise hang at interpreter exit on a thread that never ends, and
+  its parent waits for it (a GPU call saw lanes fail so and the parent wait
+  until its timeout: BENCHMARKS "Z5 on an H100, session 28")."""
+  code = 0
+  try:
+    bundle.run_bundle(args.bundle, max(args.lanes, 1), args.lane,
+                      only=args.only)
+  except SystemExit as e:  # SIGTERM: the step was checkpointed
+    code = e.code if isinstance(e.code, int) else 1
+  except InputError as e:
+    code = stage.report_input_error(e)
+  except BaseException:  # pylint: disable=broad-except
+    traceback.print_exc()
+    code = 1
+  sys.stdout.flush()
+  sys.stderr.flush()
+  os._exit(code)  # pylint: disable=protected-access
+
+
 def main(args) -> int:
+  if args.lane is not None:
+    _lane(args)
   if args.pack_only and not args.pack:
     raise InputError("--pack_only needs --pack FILE")
-  if args.stage_in and args.lane is None:
+  if args.stage_in:
     args.bundle = bundle.stage(args.bundle, args.stage_in)
     print(f"[run-bundle] running the copy {args.bundle}")
   left = []
   if not args.pack_only:
-    result = bundle.run_bundle(args.bundle, max(args.lanes, 1), args.lane,
+    result = bundle.run_bundle(args.bundle, max(args.lanes, 1),
                                only=args.only)
     left = result["left"]
     print(f"[run-bundle] {len(result['cells'])} cell(s) run, "
           f"{len(left)} left in {args.bundle}")
-  if args.pack and args.lane is None:
+  if args.pack:
     packed = bundle.pack_outputs(args.bundle, args.pack)
     print(f"[run-bundle] {len(packed)} file(s) packed into {args.pack}")
-  return 0 if not left or args.lane is not None else 1
+  return 0 if not left else 1
