@@ -484,36 +484,38 @@ def test_run_bundle_stage_in_runs_a_copy_later_calls_resume(
   # pylint: enable=g-import-not-at-top
   out, box, kept = (str(tmp_path / "exp"), str(tmp_path / "bundle"),
                     str(tmp_path / "kept"))
-  kw = dict(dataset="tsv", splits=["toy"], data_dir=toy_experiment,
-            methods=[], seeds=[0], beam_size=1, decode_batch_size=16,
-            bundle=box)
-  assert runner.experiment(out, **kw)["pending"] == ["toy/original/seed_0"]
+  cells = ["toy/original/seed_0", "toy/original/seed_1"]
+  assert runner.experiment(
+      out, dataset="tsv", splits=["toy"], data_dir=toy_experiment,
+      methods=[], seeds=[0, 1], beam_size=1, decode_batch_size=16,
+      bundle=box)["pending"] == cells
   copy = bundle.stage(box, kept)
   assert os.path.dirname(copy) == kept and \
       os.path.basename(copy).startswith("bundle-")
-  assert bundle.pending_cells(copy) == ["toy/original/seed_0"]
-  marker = os.path.join(copy, "cells", "toy", "original", "seed_0", "mark")
+  assert bundle.pending_cells(copy) == cells
+  marker = os.path.join(copy, "cells", cells[0], "mark")
   open(marker, "w").close()  # what a stopped call left there
   assert bundle.stage(box, kept) == copy and os.path.exists(marker)
-  os.remove(marker)
+  # --only: the matching cells alone (the exit status speaks of them).
+  assert cli_main.main(["run-bundle", box, "--stage_in", kept, "--only",
+                        "*/seed_1"]) == 0
+  assert bundle.pending_cells(copy) == cells[:1]
   back = str(tmp_path / "back.tgz")
   assert cli_main.main(["run-bundle", box, "--stage_in", kept, "--pack",
                         back]) == 0
   assert bundle.pending_cells(copy) == []
-  assert bundle.pending_cells(box) == ["toy/original/seed_0"]  # untouched
+  assert bundle.pending_cells(box) == cells  # untouched
   import tarfile  # pylint: disable=g-import-not-at-top
   with tarfile.open(back) as tar:
-    assert "cells/toy/original/seed_0/outputs.json" in tar.getnames()
-  # Exported again with other cells: another copy.
-  kw["seeds"] = [0, 1]
-  runner.experiment(out, **kw)
+    assert {f"cells/{c}/outputs.json" for c in cells} <= set(tar.getnames())
+  # Exported again with other settings: another copy.
+  spec = os.path.join(box, "cells", cells[1], "cell.json")
+  with open(spec) as f:
+    changed = dict(json.load(f), beam_size=2)
+  with open(spec, "w") as f:
+    json.dump(changed, f)
   other = bundle.stage(box, kept)
-  assert other != copy and bundle.pending_cells(other) == [
-      "toy/original/seed_0", "toy/original/seed_1"]
-  # --only: the matching cells alone (the exit status speaks of them).
-  assert cli_main.main(["run-bundle", box, "--stage_in", kept, "--only",
-                        "*/seed_1"]) == 0
-  assert bundle.pending_cells(other) == ["toy/original/seed_0"]
+  assert other != copy and bundle.pending_cells(other) == cells
   with pytest.raises(InputError, match="not a bundle"):
     bundle.stage(str(tmp_path), kept)
 
