@@ -28,6 +28,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from typing import (Any, Callable, Dict, List, Mapping, Optional, Sequence,
                     Tuple)
@@ -467,6 +468,7 @@ def run_bundle(bundle: str, lanes: int = 1, lane: Optional[int] = None,
   taking pending cells i, i + lanes, ...; each gets 1/lanes of its memory."""
   if not os.path.isdir(os.path.join(bundle, CELLS_DIR)):
     raise InputError("not a bundle (no cells/)", bundle)
+
   def chosen():
     return [c for c in pending_cells(bundle)
             if only is None or fnmatch.fnmatchcase(c, only)]
@@ -485,11 +487,14 @@ def run_bundle(bundle: str, lanes: int = 1, lane: Optional[int] = None,
     # they checkpoint and exit, and this process waits for them, so what
     # runs next (e.g. --pack_only) sees their checkpoints complete.
     stopped = []
-    previous = signal.signal(signal.SIGTERM, lambda *_: stopped.append(1))
+    main_thread = threading.current_thread() is threading.main_thread()
+    if main_thread:  # only the main thread may take signals
+      previous = signal.signal(signal.SIGTERM, lambda *_: stopped.append(1))
     try:
       failed = [p.args for p in procs if p.wait() != 0]
     finally:
-      signal.signal(signal.SIGTERM, previous)
+      if main_thread:
+        signal.signal(signal.SIGTERM, previous)
     if stopped:
       print(f"[run-bundle] stopped by SIGTERM: {len(pending_cells(bundle))}"
             " cell(s) left in all; the same command resumes", flush=True)
