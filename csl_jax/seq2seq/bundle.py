@@ -25,10 +25,8 @@ import hashlib
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
-import threading
 import time
 from typing import (Any, Callable, Dict, List, Mapping, Optional, Sequence,
                     Tuple)
@@ -41,6 +39,8 @@ from csl_jax.files import atomic_write_json
 from csl_jax.seq2seq import arrays
 from csl_jax.seq2seq import input_pipeline
 from csl_jax.seq2seq import model_selection
+from csl_jax.stop_request import EXIT_CODE
+from csl_jax.stop_request import StopRequest
 
 ARRAYS_DIR = "arrays"
 CELLS_DIR = "cells"
@@ -282,14 +282,14 @@ def outputs(bundle: str, cell: str, stage_key: str
 # -- The accelerator's side (NumPy and JAX only) -----------------------------
 
 
-def _cells(bundle: str, finished: bool) -> List[str]:
-  """Cells (relative paths) with a spec, with outputs or without."""
+def _cells(bundle: str, finished: Optional[bool] = None) -> List[str]:
+  """Cells (relative paths) with a spec: with outputs, without, or all."""
   root = os.path.join(bundle, CELLS_DIR)
   found = []
   for dirpath, dirs, files in os.walk(root):
     if CELL_FILE in files:
       dirs.clear()  # a cell holds no cells: not its checkpoints either
-      if (OUTPUTS_FILE in files) == finished:
+      if finished is None or (OUTPUTS_FILE in files) == finished:
         found.append(os.path.relpath(dirpath, root))
   return found
 
@@ -431,7 +431,7 @@ def stage(bundle: str, into: str) -> str:
   if not os.path.isdir(root):
     raise InputError("not a bundle (no cells/)", bundle)
   h = hashlib.sha256()
-  for cell in sorted(_cells(bundle, False) + _cells(bundle, True)):
+  for cell in sorted(_cells(bundle)):
     with open(os.path.join(root, cell, CELL_FILE), "rb") as f:
       h.update(f"{cell}\0".encode() + f.read() + b"\0")
   name = os.path.basename(os.path.normpath(os.path.abspath(bundle)))
@@ -486,19 +486,12 @@ def run_bundle(bundle: str, lanes: int = 1, lane: Optional[int] = None,
     # A time limit's SIGTERM reaches the lanes too (one process group):
     # they checkpoint and exit, and this process waits for them, so what
     # runs next (e.g. --pack_only) sees their checkpoints complete.
-    stopped = []
-    main_thread = threading.current_thread() is threading.main_thread()
-    if main_thread:  # only the main thread may take signals
-      previous = signal.signal(signal.SIGTERM, lambda *_: stopped.append(1))
-    try:
+    with StopRequest() as stop:
       failed = [p.args for p in procs if p.wait() != 0]
-    finally:
-      if main_thread:
-        signal.signal(signal.SIGTERM, previous)
-    if stopped:
+    if stop.requested:
       print(f"[run-bundle] stopped by SIGTERM: {len(pending_cells(bundle))}"
             " cell(s) left in all; the same command resumes", flush=True)
-      raise SystemExit(128 + signal.SIGTERM)
+      raise SystemExit(EXIT_CODE)
     if failed:
       raise RuntimeError(f"{len(failed)} lane(s) failed; rerun to resume")
     return {"cells": cells, "left": chosen()}

@@ -18,8 +18,6 @@ import functools
 import hashlib
 import json
 import os
-import signal
-import threading
 import time
 from typing import Any, Callable, Dict, Iterator, Optional, Sequence, Tuple
 
@@ -40,6 +38,8 @@ from csl_jax.seq2seq import model_selection
 from csl_jax.seq2seq import models
 from csl_jax.seq2seq.config import TrainConfig  # pylint: disable=unused-import
 from csl_jax.seq2seq.config import train_key
+from csl_jax.stop_request import EXIT_CODE
+from csl_jax.stop_request import StopRequest
 from csl_jax.summaries import TensorBoardWriter
 
 CONFIG_FILE = "config.json"
@@ -438,30 +438,6 @@ def selector(out_dir: str, model_config, dev, batch_size: int
                                   model_selection.dev_digest(inputs, targets))
 
 
-class _StopRequest:
-  """SIGTERM (a time limit's `timeout`, a machine being taken back) asks
-  the loop to checkpoint the step it is on and exit, so the next run
-  resumes there rather than at the last scheduled checkpoint. Only the
-  main thread takes signals: elsewhere nothing is asked."""
-
-  def __init__(self):
-    self.requested = False
-    self._previous = None
-
-  def __enter__(self):
-    if threading.current_thread() is threading.main_thread():
-      self._previous = signal.signal(signal.SIGTERM, self._ask)
-    return self
-
-  def _ask(self, signum, frame):
-    del signum, frame
-    self.requested = True
-
-  def __exit__(self, *exc_info):
-    if self._previous is not None:
-      signal.signal(signal.SIGTERM, self._previous)
-
-
 def _scheduled(step: int, config: TrainConfig) -> bool:
   return step % config.checkpoint_every == 0 or step == config.num_steps
 
@@ -530,7 +506,7 @@ def fit(out_dir: str, model_config, config: TrainConfig,
     history.extend(float(o["loss"]) for o in fetched)
     return fetched
 
-  with _StopRequest() as stop:
+  with StopRequest() as stop:
     # A bar on a terminal, a few log lines in a log file.
     for step in progress_lib.progress(range(start, config.num_steps),
                                       disable=not progress, desc=desc):
@@ -562,8 +538,10 @@ def fit(out_dir: str, model_config, config: TrainConfig,
         tick = time.time()
         track(state.params, done)
         eval_seconds += time.time() - tick
-      if _scheduled(done, config):
+      scheduled = _scheduled(done, config)
+      if scheduled or stop.requested:
         manager.save(done, args=ocp.args.StandardSave(_pytree(state)))
+      if scheduled:
         if select:
           manager.wait_until_finished()  # scored only once it is on disk
           tick = time.time()
@@ -574,13 +552,11 @@ def fit(out_dir: str, model_config, config: TrainConfig,
           metrics["eval"] = evaluate(state, data_sharding)
           eval_seconds += time.time() - tick
           summaries.scalars(metrics["eval"], done, config.eval_split)
-      elif stop.requested:
-        manager.save(done, args=ocp.args.StandardSave(_pytree(state)))
       if stop.requested and done < config.num_steps:
         manager.wait_until_finished()
         summaries.close()
         logging.info("SIGTERM: stopped at step %d (checkpointed)", done)
-        raise SystemExit(128 + signal.SIGTERM)
+        raise SystemExit(EXIT_CODE)
   fetch()
   steady_seconds = time.time() - wall_start - compile_seconds - eval_seconds
   manager.wait_until_finished()
