@@ -518,6 +518,9 @@ def test_run_bundle_stage_in_runs_a_copy_later_calls_resume(
   assert other != copy and bundle.pending_cells(other) == cells
   with pytest.raises(InputError, match="not a bundle"):
     bundle.stage(str(tmp_path), kept)
+  (tmp_path / "a_file").write_text("")
+  with pytest.raises(InputError, match="cannot copy the bundle there"):
+    bundle.stage(box, str(tmp_path / "a_file" / "kept"))
 
 
 def test_a_failed_lane_exits_at_once_with_its_error(tmp_path):

@@ -437,11 +437,15 @@ def stage(bundle: str, into: str) -> str:
   name = os.path.basename(os.path.normpath(os.path.abspath(bundle)))
   target = os.path.join(into, f"{name}-{h.hexdigest()[:16]}")
   if not os.path.isdir(target):
-    os.makedirs(into, exist_ok=True)
     tmp = f"{target}.tmp.{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    shutil.copytree(bundle, tmp, symlinks=True)
-    os.replace(tmp, target)  # whole or absent: a copy cut short is redone
+    try:
+      os.makedirs(into, exist_ok=True)
+      shutil.rmtree(tmp, ignore_errors=True)
+      shutil.copytree(bundle, tmp, symlinks=True)
+      os.replace(tmp, target)  # whole or absent: a copy cut short is redone
+    except OSError as e:
+      raise InputError(f"cannot copy the bundle there ({e.strerror or e})",
+                       into) from None
   return target
 
 
