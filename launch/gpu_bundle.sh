@@ -88,15 +88,36 @@ if [[ -n "$WHEELS" ]]; then
   export PYTHONPATH="/tmp/site${PYTHONPATH:+:$PYTHONPATH}"
 fi
 export PYTHONPATH="$REPO_ROOT${PYTHONPATH:+:$PYTHONPATH}"
+# A daemon an earlier call left running (the machine keeps its processes
+# and /tmp while warm) is stopped first: starting a second one fails, and
+# one in a bad state let lanes fail to find the GPU (BENCHMARKS "Z5 on an
+# H100, session 28"). Without MPS the lanes take turns on the GPU.
+mps_quit() {
+  echo "+ echo quit | nvidia-cuda-mps-control"
+  if (( ! DRY_RUN )); then echo quit | nvidia-cuda-mps-control 2> /dev/null || true; fi
+}
+MPS=0
 if (( LANES > 1 )) && { (( DRY_RUN )) || command -v nvidia-cuda-mps-control > /dev/null; }; then
-  run nvidia-cuda-mps-control -d
+  MPS=1
+  mps_quit
+  for try in 1 2 3 4 5 6 7 8 9 10; do
+    if run nvidia-cuda-mps-control -d; then break; fi
+    if (( try == 10 )); then echo "MPS did not start: the lanes take turns"; MPS=0; fi
+    sleep 1
+  done
+fi
+# On a GPU machine the lanes must use the GPU: a lane that cannot open it
+# fails (and is started again) instead of training on the CPU unseen.
+if (( DRY_RUN )) || command -v nvidia-smi > /dev/null; then
+  export JAX_PLATFORMS="${JAX_PLATFORMS:-cuda}"
+  echo "+ export JAX_PLATFORMS=$JAX_PLATFORMS"
 fi
 # The GPU's state, then a line of power, use and clocks every 30 s while
 # the lanes run: a slow call shows whether the device was throttled.
 MONITOR=""
 if (( DRY_RUN )) || command -v nvidia-smi > /dev/null; then
   run nvidia-smi --format=csv \
-    --query-gpu=name,compute_mode,clocks.max.sm,power.limit,temperature.gpu \
+    --query-gpu=name,compute_mode,mig.mode.current,clocks.max.sm,power.limit,temperature.gpu \
     || true
   echo "+ nvidia-smi dmon -s puc -d 30 &"
   if (( ! DRY_RUN )); then nvidia-smi dmon -s puc -d 30 & MONITOR=$!; fi
@@ -144,5 +165,6 @@ else
   run "${RUN_BUNDLE[@]}" || true
 fi
 if [[ -n "$MONITOR" ]]; then kill "$MONITOR" 2> /dev/null || true; fi
+if (( MPS )); then mps_quit; fi
 run python3 -m csl_jax.cli.main run-bundle "$BUNDLE" --pack "$PACK" --pack_only \
   ${STAGE[@]+"${STAGE[@]}"}

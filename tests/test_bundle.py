@@ -542,3 +542,62 @@ def test_a_failed_lane_exits_at_once_with_its_error(tmp_path):
                         check=False)
   assert time.time() - tick < 90
   assert done.returncode == 1 and "KeyError: 'model'" in done.stderr
+  # A lane that cannot open its device says so in one line, not a
+  # traceback per try (a GPU call's output keeps its last 12,000 characters).
+  done = subprocess.run(
+      [sys.executable, "-m", "csl_jax.cli.main", "run-bundle",
+       str(tmp_path / "bundle"), "--lanes", "2", "--lane", "0"],
+      env=dict(env, JAX_PLATFORMS="no_such_platform"), capture_output=True,
+      text=True, timeout=300, check=False)
+  assert done.returncode == 1, done.stderr
+  assert done.stdout.startswith("[run-bundle] lane 0 cannot open the device "
+                                "(JAX_PLATFORMS=no_such_platform): ")
+  assert done.stdout.count("\n") == 1 and "Traceback" not in done.stderr
+
+
+def test_a_failed_lane_is_started_again_for_its_own_cells(tmp_path,
+                                                          monkeypatch):
+  """Lane 0 fails once (a GPU it could not open) and is started again with
+  the same cells; lane 1 fails every time and is given up after
+  LANE_RETRIES more tries; a lane stopped by SIGTERM is not started again."""
+  box = tmp_path / "bundle"
+  names = [f"s/d/seed_{i}" for i in range(4)]
+  for name in names:
+    (box / "cells" / name).mkdir(parents=True)
+    (box / "cells" / name / "cell.json").write_text("{}")
+  started = []
+  codes = {0: [1, 0], 1: [1, 1, 1, 0]}
+
+  class FakeLane:
+    """A lane process: exits with its next scripted code, having finished
+    its cells when the code is 0."""
+
+    def __init__(self, argv, env):
+      lane = int(argv[argv.index("--lane") + 1])
+      self.cells = [argv[i + 1] for i, a in enumerate(argv) if a == "--cell"]
+      started.append((lane, self.cells))
+      assert env["CSL_JAX_PROGRESS"] == "0"
+      self.code = codes[lane].pop(0)
+      if self.code == 0:
+        for cell in self.cells:
+          (box / "cells" / cell / "outputs.json").write_text("{}")
+
+    def poll(self):
+      return self.code
+
+  monkeypatch.setattr(bundle.subprocess, "Popen", FakeLane)
+  monkeypatch.setattr(bundle, "RETRY_PAUSE_SECONDS", 0.0)
+  with pytest.raises(RuntimeError, match="1 lane"):
+    bundle.run_bundle(str(box), lanes=2)
+  lane0 = [cells for lane, cells in started if lane == 0]
+  lane1 = [cells for lane, cells in started if lane == 1]
+  assert lane0 == [["s/d/seed_0", "s/d/seed_2"]] * 2
+  assert lane1 == [["s/d/seed_1", "s/d/seed_3"]] * (1 + bundle.LANE_RETRIES)
+  assert bundle.pending_cells(str(box)) == ["s/d/seed_1", "s/d/seed_3"]
+  # A lane stopped by a time limit is not started again.
+  started.clear()
+  codes.update({0: [143], 1: [0]})
+  with pytest.raises(RuntimeError, match="1 lane"):
+    bundle.run_bundle(str(box), lanes=2)
+  assert started == [(0, ["s/d/seed_1"]), (1, ["s/d/seed_3"])]
+  assert bundle.pending_cells(str(box)) == ["s/d/seed_1"]

@@ -43,6 +43,12 @@ def _commands(out):
           if line.startswith("+ ")]
 
 
+def _steps(out):
+  """gpu_bundle.sh's commands less its MPS daemon's (stopped, started,
+  stopped: test_gpu_bundle_runs_lanes_in_time_then_packs)."""
+  return [c for c in _commands(out) if "nvidia-cuda-mps-control" not in c]
+
+
 def _remote(out):
   """The worker's command line train.sh prints, split into its words."""
   lines = out.stdout.splitlines()
@@ -181,12 +187,17 @@ def test_gpu_bundle_runs_lanes_in_time_then_packs():
   commands = _commands(out)
   assert commands[0][:5] == ["pip", "install", "--quiet", "--no-deps",
                              "--target"]
-  assert ["nvidia-cuda-mps-control", "-d"] in commands
+  # An earlier call's MPS daemon is stopped before one is started, and
+  # this call's after the lanes; the lanes must find the GPU.
+  quit_mps = ["echo", "quit", "|", "nvidia-cuda-mps-control"]
+  assert commands[1:4] == [quit_mps, ["nvidia-cuda-mps-control", "-d"],
+                           ["export", "JAX_PLATFORMS=cuda"]]
   assert ["nvidia-smi", "dmon", "-s", "puc", "-d", "30", "&"] in commands
   assert any(c[:2] == ["nvidia-smi", "--format=csv"] for c in commands)
-  assert commands[-2] == ["timeout", "--kill-after=10", "540", "python3",
+  assert commands[-3] == ["timeout", "--kill-after=10", "540", "python3",
                           "-m", "csl_jax.cli.main", "run-bundle", "B",
                           "--lanes", "10"]
+  assert commands[-2] == quit_mps
   assert commands[-1] == ["python3", "-m", "csl_jax.cli.main", "run-bundle",
                           "B", "--pack", "/o/back.tgz", "--pack_only"]
   one = _commands(run("gpu_bundle.sh", "--bundle", "B", "--pack", "p",
@@ -207,7 +218,7 @@ def test_gpu_bundle_times_several_bundles_then_runs_the_fastest():
             "--bench_cell", "s/d/seed_0", "--lanes", "10", "--pack", "p",
             "--seconds", "540", "--dry_run")
   assert out.returncode == 0, out.stderr
-  commands = _commands(out)
+  commands = _steps(out)
   bench = commands[-3]
   # The timing may take a third of the limit; the lanes get the rest.
   assert bench[:4] == ["timeout", "--kill-after=10", "180", "python3"]
@@ -232,7 +243,7 @@ def test_gpu_bundle_stage_in_runs_a_kept_copy_and_keeps_the_choice(
   args = ["--bundle", "B80", "--bundle", "B16", "--bench_cell", "s/d/seed_0",
           "--lanes", "10", "--pack", "p", "--seconds", "540", "--stage_in",
           stage, "--dry_run"]
-  commands = _commands(run("gpu_bundle.sh", *args))
+  commands = _steps(run("gpu_bundle.sh", *args))
   assert commands[-3][4] == "benchmarks/bench_bundle_throughput.py"
   assert commands[-2][-6:] == ["run-bundle", "B80", "--lanes", "10",
                                "--stage_in", stage]
@@ -243,17 +254,17 @@ def test_gpu_bundle_stage_in_runs_a_kept_copy_and_keeps_the_choice(
   os.makedirs(stage)
   with open(os.path.join(stage, "chosen_bundle"), "w") as f:
     f.write("B16\n")
-  commands = _commands(run("gpu_bundle.sh", *args))
+  commands = _steps(run("gpu_bundle.sh", *args))
   assert not any("benchmarks/bench_bundle_throughput.py" in c
                  for c in commands)
   assert commands[-2][-6:] == ["run-bundle", "B16", "--lanes", "10",
                                "--stage_in", stage]
   with open(os.path.join(stage, "chosen_bundle"), "w") as f:
     f.write("B32\n")
-  commands = _commands(run("gpu_bundle.sh", *args))
+  commands = _steps(run("gpu_bundle.sh", *args))
   assert commands[-3][4] == "benchmarks/bench_bundle_throughput.py"
   # --only: the lanes run the matching cells; the pack takes all finished.
-  commands = _commands(run("gpu_bundle.sh", "--bundle", "B", "--pack", "p",
+  commands = _steps(run("gpu_bundle.sh", "--bundle", "B", "--pack", "p",
                            "--only", "*/primaug_20/*", "--dry_run"))
   assert commands[-2][-4:] == ["--lanes", "1", "--only", "*/primaug_20/*"]
   assert "--only" not in commands[-1]

@@ -35,6 +35,8 @@ def add_parser(subparsers) -> None:
                  "keep DIR but not the working tree between calls")
   p.add_argument("--lane", type=int, default=None,
                  help=argparse.SUPPRESS)  # run_bundle's own processes
+  p.add_argument("--cell", action="append", default=None,
+                 help=argparse.SUPPRESS)  # a lane's cells
 
 
 def _lane(args) -> None:
@@ -46,7 +48,7 @@ def _lane(args) -> None:
   code = 0
   try:
     bundle.run_bundle(args.bundle, max(args.lanes, 1), args.lane,
-                      only=args.only)
+                      only=args.only, assigned=args.cell)
   except SystemExit as e:  # SIGTERM: the step was checkpointed
     code = e.code if isinstance(e.code, int) else 1
   except InputError as e:
@@ -67,14 +69,18 @@ def main(args) -> int:
   if args.stage_in:
     args.bundle = bundle.stage(args.bundle, args.stage_in)
     print(f"[run-bundle] running the copy {args.bundle}")
-  left = []
+  failed = False
   if not args.pack_only:
-    result = bundle.run_bundle(args.bundle, max(args.lanes, 1),
-                               only=args.only)
-    left = result["left"]
-    print(f"[run-bundle] {len(result['cells'])} cell(s) run, "
-          f"{len(left)} left in {args.bundle}")
+    try:
+      result = bundle.run_bundle(args.bundle, max(args.lanes, 1),
+                                 only=args.only)
+      print(f"[run-bundle] {len(result['cells'])} cell(s) run, "
+            f"{len(result['left'])} left in {args.bundle}")
+      failed = bool(result["left"])
+    except bundle.LanesFailed as e:  # what finished is still packed
+      print(f"[run-bundle] {e}", flush=True)
+      failed = True
   if args.pack:
     packed = bundle.pack_outputs(args.bundle, args.pack)
     print(f"[run-bundle] {len(packed)} file(s) packed into {args.pack}")
-  return 0 if not left else 1
+  return 1 if failed else 0

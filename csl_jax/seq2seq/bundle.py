@@ -25,6 +25,7 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -463,13 +464,95 @@ def lane_environment(lanes: int, environ: Mapping[str, str]
       round(0.9 / lanes, 3)), CSL_JAX_PROGRESS="0", XLA_FLAGS=flags)
 
 
+def _run_lanes(bundle: str, lanes: int, only: Optional[str],
+               assignment: List[List[str]]) -> List[int]:
+  """Runs lane i on `assignment[i]`, each in its own process; starts a
+  failed lane again while it has retries and pending cells. Returns the
+  lanes that failed for good. A time limit's SIGTERM reaches the lanes too
+  (one process group): they checkpoint and exit, and this process waits
+  for them, so what runs next (e.g. --pack_only) sees their checkpoints
+  complete."""
+  env = lane_environment(lanes, os.environ)
+
+  def start(i):
+    return subprocess.Popen(
+        [sys.executable, "-m", "csl_jax.cli.main", "run-bundle", bundle,
+         "--lanes", str(lanes), "--lane", str(i)]
+        + ([] if only is None else ["--only", only])
+        + [a for c in assignment[i] for a in ("--cell", c)], env=env)
+
+  running = {i: start(i) for i in range(len(assignment))}
+  retries = {i: LANE_RETRIES for i in running}
+  failed = []
+  with StopRequest() as stop:
+    while running:
+      for i, proc in list(running.items()):
+        code = proc.poll()
+        if code is None:
+          continue
+        del running[i]
+        if code == 0:
+          continue
+        left = set(pending_cells(bundle)) & set(assignment[i])
+        stopped = code in (EXIT_CODE, -signal.SIGTERM) or stop.requested
+        if stopped or not retries[i] or not left:
+          failed.append(i)
+          continue
+        retries[i] -= 1
+        print(f"[run-bundle] lane {i} failed (exit {code}); starting it "
+              f"again for its {len(left)} cell(s)", flush=True)
+        time.sleep(RETRY_PAUSE_SECONDS)
+        if stop.requested:
+          failed.append(i)
+        else:
+          running[i] = start(i)
+      time.sleep(0.2)
+  if stop.requested:
+    print(f"[run-bundle] stopped by SIGTERM: {len(pending_cells(bundle))}"
+          " cell(s) left in all; the same command resumes", flush=True)
+    raise SystemExit(EXIT_CODE)
+  return failed
+
+
+class LanesFailed(RuntimeError):
+  """Lanes of run_bundle failed for good (each printed its error)."""
+
+
+def _open_device(lane: int) -> None:
+  """Opens the device lane `lane` trains on, saying which in one line;
+  a lane that cannot open it (JAX_PLATFORMS names a platform it does not
+  find) says so in one line and exits 1, not in a traceback a try."""
+  import jax  # pylint: disable=g-import-not-at-top
+  try:
+    device = jax.devices()[0]
+  except Exception as e:  # pylint: disable=broad-except
+    message = str(e).strip().splitlines()[0] if str(e).strip() else ""
+    print(f"[run-bundle] lane {lane} cannot open the device (JAX_PLATFORMS="
+          f"{os.environ.get('JAX_PLATFORMS', '')}): "
+          f"{type(e).__name__}{': ' + message if message else ''}",
+          flush=True)
+    raise SystemExit(1) from None
+  print(f"[run-bundle] lane {lane} on {device.platform} "
+        f"({device.device_kind})", flush=True)
+
+
+# A lane that fails is started again this many times (after a pause):
+# lanes opening one GPU at once under MPS can fail to find it (BENCHMARKS
+# "Z5 on an H100, session 28"), and a second try costs seconds.
+LANE_RETRIES = 2
+RETRY_PAUSE_SECONDS = 5.0
+
+
 def run_bundle(bundle: str, lanes: int = 1, lane: Optional[int] = None,
-               progress: bool = True, only: Optional[str] = None
-               ) -> Dict[str, Any]:
+               progress: bool = True, only: Optional[str] = None,
+               assigned: Optional[Sequence[str]] = None) -> Dict[str, Any]:
   """Every pending cell of `bundle` (those matching the glob `only`, e.g.
   "*/primaug_20/*", if given). With `lanes` > 1, that many processes
   share the accelerator (small models leave most of it idle), lane i
-  taking pending cells i, i + lanes, ...; each gets 1/lanes of its memory."""
+  taking pending cells i, i + lanes, ... (named to it as `assigned`, so a
+  lane started again takes the same ones); each gets 1/lanes of its
+  memory. A lane that fails is started again, LANE_RETRIES times at most,
+  for its cells still pending."""
   if not os.path.isdir(os.path.join(bundle, CELLS_DIR)):
     raise InputError("not a bundle (no cells/)", bundle)
 
@@ -479,25 +562,16 @@ def run_bundle(bundle: str, lanes: int = 1, lane: Optional[int] = None,
 
   cells = chosen()
   if lane is not None:
-    cells = cells[lane::lanes]
+    cells = (cells[lane::lanes] if assigned is None
+             else [c for c in assigned if c in cells])
+    if cells:
+      _open_device(lane)
   elif lanes > 1 and len(cells) > 1:
-    env = lane_environment(lanes, os.environ)
-    procs = [subprocess.Popen(
-        [sys.executable, "-m", "csl_jax.cli.main", "run-bundle", bundle,
-         "--lanes", str(lanes), "--lane", str(i)]
-        + ([] if only is None else ["--only", only]), env=env)
-             for i in range(min(lanes, len(cells)))]
-    # A time limit's SIGTERM reaches the lanes too (one process group):
-    # they checkpoint and exit, and this process waits for them, so what
-    # runs next (e.g. --pack_only) sees their checkpoints complete.
-    with StopRequest() as stop:
-      failed = [p.args for p in procs if p.wait() != 0]
-    if stop.requested:
-      print(f"[run-bundle] stopped by SIGTERM: {len(pending_cells(bundle))}"
-            " cell(s) left in all; the same command resumes", flush=True)
-      raise SystemExit(EXIT_CODE)
+    failed = _run_lanes(bundle, lanes, only,
+                        [cells[i::lanes] for i in range(min(lanes, len(cells)))])
     if failed:
-      raise RuntimeError(f"{len(failed)} lane(s) failed; rerun to resume")
+      raise LanesFailed(f"{len(failed)} lane(s) failed (their errors are "
+                        "above); the same command resumes")
     return {"cells": cells, "left": chosen()}
   for i, cell in enumerate(cells, start=1):
     tick = time.time()
