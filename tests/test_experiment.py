@@ -177,6 +177,54 @@ def test_score_by_length_and_category():
     results.score(rows, cats[:3])
 
 
+def test_seen_and_unseen_outputs_by_hand(tmp_path):
+  """Eval targets `x y` (in the synthetic file, spaced otherwise) and `x`
+  (in train) were trained on; `p q r` and `z` were not."""
+  train = tmp_path / "train.tsv"
+  train.write_text("a\tx\nb\tw\n")
+  synthetic = tmp_path / "synthetic.tsv"
+  synthetic.write_text("c\tx   y\nd\tp q\n")
+  rows = [("a", "x y", "x y"), ("b", "x", "z"), ("c", "x  y", "x"),
+          ("d", "p q r", "p q r"), ("e", "z", "y")]
+  seen = results.seen_outputs([r[1] for r in rows], [str(train),
+                                                     str(synthetic)])
+  assert seen == {"x y", "x"}
+  assert results.seen_outputs([r[1] for r in rows], [str(train)]) == {"x"}
+  assert results.seen_scores(rows, seen) == {"seen": [3, 1],
+                                             "unseen": [2, 1]}
+  # Per seed as records hold them; the table puts each column's three
+  # side by side.
+  records = []
+  for seed, (n_ok, u_ok) in enumerate(((1, 1), (3, 0))):
+    counts = {"test": {"seen": [3, n_ok], "unseen": [2, u_ok]}}
+    record = runner._record(  # pylint: disable=protected-access
+        grid.Cell("toy", "csl", seed), {"parts": {"test": {
+            "accuracy": 0.0, "num_examples": 5, "by_length": {}}},
+                                            "train": {}, "train_seconds": 0,
+                                            "decode_seconds": 0}, 1, 1, "d",
+        counts)
+    records.append(record)
+  assert records[0]["accuracy_seen_by_part"] == {"test": 100 / 3}
+  assert records[1]["accuracy_unseen_by_part"] == {"test": 0.0}
+  assert records[0]["seen_share_by_part"] == {"test": 60.0}
+  table = results.seen_table(records)
+  assert list(table["csl"]) == ["toy seen", "toy unseen", "toy % seen"]
+  assert table["csl"]["toy seen"]["mean"] == pytest.approx(200 / 3)
+  assert table["csl"]["toy unseen"]["mean"] == 25.0
+  assert table["csl"]["toy % seen"] == {"mean": 60.0, "std": 0.0, "n": 2}
+  # No seen example: no seen accuracy (not 0), left out of the mean.
+  none = runner._record(  # pylint: disable=protected-access
+      grid.Cell("toy", "original", 0), {"parts": {"test": {
+          "accuracy": 50.0, "num_examples": 2, "by_length": {}}},
+                                        "train": {}, "train_seconds": 0,
+                                        "decode_seconds": 0}, 1, 0, "d",
+      {"test": {"seen": [0, 0], "unseen": [2, 1]}})
+  assert none["accuracy_seen_by_part"] == {"test": None}
+  assert results.seen_table([none])["original"]["toy seen"]["n"] == 0
+  assert "| original | – | 50.00 ± 0.00 (1) | 0.00 ± 0.00 (1) |" in \
+      results.markdown_table(results.seen_table([none]), ["original"])
+
+
 def test_load_categories(tmp_path):
   part = tmp_path / "gen.tsv"
   part.write_text("a\tA\nb\tB\n")
@@ -229,6 +277,11 @@ def test_experiment_writes_results_and_resumes_after_kill(
     # Per-token perplexity of the gold test outputs: 3 steps from random
     # weights leave it near the byte vocabulary's size (exp of the loss).
     assert 1.0 < r["perplexity_by_part"]["test"] < 2 * 259
+    # Every test row is counted once, seen or unseen, with its hits.
+    counts = r["by_seen"]["test"]
+    assert counts["seen"][0] + counts["unseen"][0] == 10
+    assert counts["seen"][1] + counts["unseen"][1] == round(
+        r["accuracy"] / 10)
   # The key: data by content, model and trainer config, seed.
   with open(os.path.join(records[1]["dir"], "stage_key.json")) as f:
     key = json.load(f)
@@ -240,6 +293,7 @@ def test_experiment_writes_results_and_resumes_after_kill(
   md = open(summary["markdown"], encoding="utf-8").read()
   assert "| training data | toy |" in md and "(1) |" in md
   assert "## Per-token perplexity of the gold outputs" in md
+  assert "| training data | toy seen | toy unseen | toy % seen |" in md
   assert os.path.exists(os.path.join(out, results.RESULTS_HTML))
   assert set(summary["plots"]) == {"toy: exact match by target length",
                                    "toy: learning curves"}
@@ -362,6 +416,8 @@ def test_gooddev_selects_on_a_tenth_of_test_and_scores_the_rest(
   md = open(summary["markdown"], encoding="utf-8").read()
   assert "checkpoint: the best dev exact match at a checkpoint, GOODDEV" in md
   assert f"| {r['selected_step']} (dev " in md
+  # Seen / unseen count the 9 scored rows only.
+  assert sum(n for n, _ in r["by_seen"]["test"].values()) == 9
   # A part of its own: every test row is scored, the dev part keys the cell.
   with open(os.path.join(toy_data, "train.tsv"), encoding="utf-8") as f:
     dev_rows = f.readlines()[:5]

@@ -52,6 +52,39 @@ def score(rows: Sequence[Sequence[str]],
   return out
 
 
+def seen_outputs(targets: Iterable[str], training_files: Sequence[str]
+                 ) -> set:
+  """The eval `targets` (normalized) that some training file (TSV, output
+  in the second column) holds as an output: what a cell may have learnt by
+  heart. Streams the files; memory grows with the targets only."""
+  wanted = {evaluation.normalize(t) for t in targets}
+  seen = set()
+  for path in training_files:
+    with open(path, encoding="utf-8") as f:
+      for line in f:
+        parts = line.rstrip("\r\n").split("\t")
+        if len(parts) >= 2:
+          output = evaluation.normalize(parts[1])
+          if output in wanted:
+            seen.add(output)
+  return seen
+
+
+def seen_scores(rows: Sequence[Sequence[str]], seen: set
+                ) -> Dict[str, List[int]]:
+  """[examples, correct] of the (input, target, prediction) rows whose
+  target the cell trained on (`seen`, normalized) and of the rest: whether
+  an augmentation's gain is outputs it wrote out (Yao & Koller's test
+  instance coverage, Table 5) or composition."""
+  out = {"seen": [0, 0], "unseen": [0, 0]}
+  for _, target, prediction in rows:
+    counts = out["seen" if evaluation.normalize(target) in seen
+                 else "unseen"]
+    counts[0] += 1
+    counts[1] += int(evaluation.matches(target, prediction))
+  return out
+
+
 def mean_std(values: Sequence[float]) -> Dict[str, float]:
   """Mean and sample standard deviation (n - 1; 0 for one value)."""
   values = [float(v) for v in values]
@@ -88,6 +121,25 @@ def aggregate(records: Iterable[Mapping[str, Any]], field: str = "accuracy"
         values[r["data"]][column].append(value)
   return {d: {c: mean_std(v) for c, v in cols.items()}
           for d, cols in values.items()}
+
+
+def seen_table(records: Sequence[Mapping[str, Any]]
+               ) -> Dict[str, Dict[str, Dict[str, float]]]:
+  """{data: {"<column> seen" | "<column> unseen" | "<column> % seen":
+  mean_std}} over the records that have them (`runner._seen_by_part`),
+  each column's three side by side."""
+  fields = (("accuracy_seen", "seen"), ("accuracy_unseen", "unseen"),
+            ("seen_share", "% seen"))
+  with_seen = [r for r in records if "seen_share_by_part" in r]
+  tables = [aggregate(with_seen, field) for field, _ in fields]
+  columns = _columns(tables[-1])  # every column has a share
+  table: Dict[str, Dict[str, Dict[str, float]]] = {}
+  for data in tables[-1]:
+    for column in columns:
+      for (_, suffix), part in zip(fields, tables):  # "–" where none
+        table.setdefault(data, {})[f"{column} {suffix}"] = part.get(
+            data, {}).get(column, mean_std([]))
+  return table
 
 
 def category_table(records: Iterable[Mapping[str, Any]]
@@ -212,6 +264,14 @@ def write_tables(out_dir: str, records: Sequence[Mapping[str, Any]],
                  {c: {d: ordered[d][c] for d in ordered if c in ordered[d]}
                   for c in _columns(ordered)}, _columns(ordered),
                  "category")]
+  seen = seen_table(records)
+  if seen:
+    head = ("Exact match (%) on the eval examples whose output the cell "
+            "trained on (seen: in its original or synthetic training data) "
+            "and on the rest (unseen), and the seen share (%), mean ± std "
+            "over seeds")
+    md += [f"\n## {head}\n", markdown_table(seen, rows)]
+    body += [f"<h2>{html.escape(head)}</h2>", html_table(seen, rows)]
   ppl = aggregate(records, "perplexity")
   if ppl:
     head = ("Per-token perplexity of the gold outputs, teacher forced (Yao "

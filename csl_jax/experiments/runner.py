@@ -354,8 +354,30 @@ def _cell_stage(cell: grid_lib.Cell, run_dir: str, synthetic: Optional[str],
   return method_base.Stage("cell", inputs, config, run)
 
 
+def _seen_by_part(cell_dir: str, eval_parts: Sequence[str],
+                  training_files: Sequence[str],
+                  dev: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+  """`results.seen_scores` of each eval part's scored rows (GOODDEV's dev
+  rows left out, as in the part's exact match) against the outputs of the
+  files the cell trained on."""
+  rows = {}
+  for part in eval_parts:
+    with open(os.path.join(cell_dir, part, "predictions.tsv"),
+              encoding="utf-8") as f:
+      kept = [tuple(line.rstrip("\n").split("\t")) for line in f]
+    if dev and dev["part"] == part:
+      held = set(model_selection.dev_rows(dev, len(kept)))
+      kept = [r for i, r in enumerate(kept) if i not in held]
+    rows[part] = kept
+  seen = results_lib.seen_outputs(
+      [r[1] for part_rows in rows.values() for r in part_rows],
+      training_files)
+  return {p: results_lib.seen_scores(r, seen) for p, r in rows.items()}
+
+
 def _record(cell: grid_lib.Cell, summary: Mapping[str, Any],
-            num_original: int, num_synthetic: int, cell_dir: str
+            num_original: int, num_synthetic: int, cell_dir: str,
+            seen: Optional[Mapping[str, Mapping[str, List[int]]]] = None
             ) -> Dict[str, Any]:
   """One line of results.jsonl."""
   parts = summary["parts"]
@@ -384,6 +406,15 @@ def _record(cell: grid_lib.Cell, summary: Mapping[str, Any],
           if "by_category" in s}
   if cats:
     record["by_category"] = cats
+  if seen:
+    record["by_seen"] = {p: dict(c) for p, c in seen.items()}
+    for kind in ("seen", "unseen"):
+      record[f"accuracy_{kind}_by_part"] = {
+          p: 100.0 * c[kind][1] / c[kind][0] if c[kind][0] else None
+          for p, c in seen.items()}
+    record["seen_share_by_part"] = {
+        p: 100.0 * c["seen"][0] / max(c["seen"][0] + c["unseen"][0], 1)
+        for p, c in seen.items()}
   return record
 
 
@@ -730,8 +761,11 @@ def experiment(out_dir: str,
         continue
       if summary.get("seconds") is not None:  # a cached cell's own time
         seconds.append(summary["seconds"])
-      record = _record(cell, summary, _count_lines(os.path.join(
-          data_part, "train.tsv")), _count_lines(synthetic), cell_dir)
+      train_files = [os.path.join(data_part, "train.tsv")] + (
+          [synthetic] if synthetic else [])
+      record = _record(cell, summary, _count_lines(train_files[0]),
+                       _count_lines(synthetic), cell_dir, _seen_by_part(
+                           cell_dir, eval_parts, train_files, dev_spec))
       _say(f"cell {index}/{len(cells)} {cell.describe()}: "
            f"{record['eval_part']} exact match {record['accuracy']:.2f}% "
            + ("(cached)" if summary.get("cached") else
