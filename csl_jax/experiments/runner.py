@@ -356,14 +356,17 @@ def _cell_stage(cell: grid_lib.Cell, run_dir: str, synthetic: Optional[str],
 
 def _seen_by_part(cell_dir: str, eval_parts: Sequence[str],
                   training_files: Sequence[str],
-                  dev: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+                  dev: Optional[Dict[str, Any]]
+                  ) -> Optional[Dict[str, Any]]:
   """`results.seen_scores` of each eval part's scored rows (GOODDEV's dev
   rows left out, as in the part's exact match) against the outputs of the
-  files the cell trained on."""
+  files the cell trained on; None for a cell without its predictions."""
   rows = {}
   for part in eval_parts:
-    with open(os.path.join(cell_dir, part, "predictions.tsv"),
-              encoding="utf-8") as f:
+    path = os.path.join(cell_dir, part, "predictions.tsv")
+    if not os.path.isfile(path):
+      return None
+    with open(path, encoding="utf-8") as f:
       kept = [tuple(line.rstrip("\n").split("\t")) for line in f]
     if dev and dev["part"] == part:
       held = set(model_selection.dev_rows(dev, len(kept)))
