@@ -464,6 +464,35 @@ def lane_environment(lanes: int, environ: Mapping[str, str]
       round(0.9 / lanes, 3)), CSL_JAX_PROGRESS="0", XLA_FLAGS=flags)
 
 
+# A lane that fails is started again this many times (after a pause):
+# lanes opening one GPU at once under MPS can fail to find it (BENCHMARKS
+# "Z5 on an H100, session 28"), and a second try costs seconds.
+LANE_RETRIES = 2
+RETRY_PAUSE_SECONDS = 5.0
+
+
+class LanesFailed(RuntimeError):
+  """Lanes of run_bundle failed for good (each printed its error)."""
+
+
+def _open_device(lane: int) -> None:
+  """Opens the device lane `lane` trains on, saying which in one line;
+  a lane that cannot open it (JAX_PLATFORMS names a platform it does not
+  find) says so in one line and exits 1, not a traceback per try."""
+  import jax  # pylint: disable=g-import-not-at-top
+  try:
+    device = jax.devices()[0]
+  except Exception as e:  # pylint: disable=broad-except
+    message = str(e).strip().splitlines()[0] if str(e).strip() else ""
+    print(f"[run-bundle] lane {lane} cannot open the device (JAX_PLATFORMS="
+          f"{os.environ.get('JAX_PLATFORMS', '')}): "
+          f"{type(e).__name__}{': ' + message if message else ''}",
+          flush=True)
+    raise SystemExit(1) from None
+  print(f"[run-bundle] lane {lane} on {device.platform} "
+        f"({device.device_kind})", flush=True)
+
+
 def _run_lanes(bundle: str, lanes: int, only: Optional[str],
                assignment: List[List[str]]) -> List[int]:
   """Runs lane i on `assignment[i]`, each in its own process; starts a
@@ -514,35 +543,6 @@ def _run_lanes(bundle: str, lanes: int, only: Optional[str],
   return failed
 
 
-class LanesFailed(RuntimeError):
-  """Lanes of run_bundle failed for good (each printed its error)."""
-
-
-def _open_device(lane: int) -> None:
-  """Opens the device lane `lane` trains on, saying which in one line;
-  a lane that cannot open it (JAX_PLATFORMS names a platform it does not
-  find) says so in one line and exits 1, not in a traceback a try."""
-  import jax  # pylint: disable=g-import-not-at-top
-  try:
-    device = jax.devices()[0]
-  except Exception as e:  # pylint: disable=broad-except
-    message = str(e).strip().splitlines()[0] if str(e).strip() else ""
-    print(f"[run-bundle] lane {lane} cannot open the device (JAX_PLATFORMS="
-          f"{os.environ.get('JAX_PLATFORMS', '')}): "
-          f"{type(e).__name__}{': ' + message if message else ''}",
-          flush=True)
-    raise SystemExit(1) from None
-  print(f"[run-bundle] lane {lane} on {device.platform} "
-        f"({device.device_kind})", flush=True)
-
-
-# A lane that fails is started again this many times (after a pause):
-# lanes opening one GPU at once under MPS can fail to find it (BENCHMARKS
-# "Z5 on an H100, session 28"), and a second try costs seconds.
-LANE_RETRIES = 2
-RETRY_PAUSE_SECONDS = 5.0
-
-
 def run_bundle(bundle: str, lanes: int = 1, lane: Optional[int] = None,
                progress: bool = True, only: Optional[str] = None,
                assigned: Optional[Sequence[str]] = None) -> Dict[str, Any]:
@@ -567,8 +567,8 @@ def run_bundle(bundle: str, lanes: int = 1, lane: Optional[int] = None,
     if cells:
       _open_device(lane)
   elif lanes > 1 and len(cells) > 1:
-    failed = _run_lanes(bundle, lanes, only,
-                        [cells[i::lanes] for i in range(min(lanes, len(cells)))])
+    assignment = [cells[i::lanes] for i in range(min(lanes, len(cells)))]
+    failed = _run_lanes(bundle, lanes, only, assignment)
     if failed:
       raise LanesFailed(f"{len(failed)} lane(s) failed (their errors are "
                         "above); the same command resumes")
