@@ -107,15 +107,13 @@ if (( LANES > 1 )) && { (( DRY_RUN )) || command -v nvidia-cuda-mps-control > /d
   done
 fi
 # On a GPU machine the lanes must use the GPU: a lane that cannot open it
-# fails (and is started again) instead of training on the CPU unseen.
-if (( DRY_RUN )) || command -v nvidia-smi > /dev/null; then
-  export JAX_PLATFORMS="${JAX_PLATFORMS:-cuda}"
-  echo "+ export JAX_PLATFORMS=$JAX_PLATFORMS"
-fi
-# The GPU's state, then a line of power, use and clocks every 30 s while
+# fails (and is started again) instead of training on the CPU unseen. Then
+# the GPU's state, and a line of power, use and clocks every 30 s while
 # the lanes run: a slow call shows whether the device was throttled.
 MONITOR=""
 if (( DRY_RUN )) || command -v nvidia-smi > /dev/null; then
+  export JAX_PLATFORMS="${JAX_PLATFORMS:-cuda}"
+  echo "+ export JAX_PLATFORMS=$JAX_PLATFORMS"
   run nvidia-smi --format=csv \
     --query-gpu=name,compute_mode,mig.mode.current,clocks.max.sm,power.limit,temperature.gpu \
     || true

@@ -130,8 +130,7 @@ def seen_table(records: Sequence[Mapping[str, Any]]
   each column's three side by side."""
   fields = (("accuracy_seen", "seen"), ("accuracy_unseen", "unseen"),
             ("seen_share", "% seen"))
-  with_seen = [r for r in records if "seen_share_by_part" in r]
-  tables = [aggregate(with_seen, field) for field, _ in fields]
+  tables = [aggregate(records, field) for field, _ in fields]
   columns = _columns(tables[-1])  # every column has a share
   table: Dict[str, Dict[str, Dict[str, float]]] = {}
   for data in tables[-1]:

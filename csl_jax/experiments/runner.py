@@ -236,12 +236,11 @@ def _cell_stage(cell: grid_lib.Cell, run_dir: str, synthetic: Optional[str],
                            f"{parts[part]}: categories would misalign")
       atomic_write_text(os.path.join(directory, part, "predictions.tsv"),
                         "".join("\t".join(r) + "\n" for r in rows[part]))
-      kept, cats = rows[part], categories.get(part)
-      if ctx.dev and ctx.dev["part"] == part:  # GOODDEV: the other rows
-        held = set(model_selection.dev_rows(ctx.dev, len(kept)))
-        keep = [i for i in range(len(kept)) if i not in held]
-        kept = [kept[i] for i in keep]
-        cats = [cats[i] for i in keep] if cats else cats
+      # GOODDEV: the rows that are not dev rows.
+      keep = model_selection.scored_rows(ctx.dev, part, len(rows[part]))
+      kept = [rows[part][i] for i in keep]
+      cats = categories.get(part)
+      cats = [cats[i] for i in keep] if cats else cats
       summary["parts"][part] = results_lib.score(kept, cats)
       # Of the whole part, the dev rows too.
       summary["parts"][part]["perplexity"] = perplexities[part]
@@ -367,11 +366,9 @@ def _seen_by_part(cell_dir: str, eval_parts: Sequence[str],
     if not os.path.isfile(path):
       return None
     with open(path, encoding="utf-8") as f:
-      kept = [tuple(line.rstrip("\n").split("\t")) for line in f]
-    if dev and dev["part"] == part:
-      held = set(model_selection.dev_rows(dev, len(kept)))
-      kept = [r for i, r in enumerate(kept) if i not in held]
-    rows[part] = kept
+      every = [tuple(line.rstrip("\n").split("\t")) for line in f]
+    rows[part] = [every[i] for i in
+                  model_selection.scored_rows(dev, part, len(every))]
   seen = results_lib.seen_outputs(
       [r[1] for part_rows in rows.values() for r in part_rows],
       training_files)

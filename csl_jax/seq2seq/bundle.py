@@ -483,7 +483,7 @@ def _open_device(lane: int) -> None:
   try:
     device = jax.devices()[0]
   except Exception as e:  # pylint: disable=broad-except
-    message = str(e).strip().splitlines()[0] if str(e).strip() else ""
+    message = (str(e).strip().splitlines() or [""])[0]
     print(f"[run-bundle] lane {lane} cannot open the device (JAX_PLATFORMS="
           f"{os.environ.get('JAX_PLATFORMS', '')}): "
           f"{type(e).__name__}{': ' + message if message else ''}",

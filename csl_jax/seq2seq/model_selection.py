@@ -55,6 +55,16 @@ def dev_rows(dev: Dict[str, Any], num_examples: int) -> List[int]:
   return gooddev_rows(num_examples, dev["fraction"], dev["seed"]).tolist()
 
 
+def scored_rows(dev: Optional[Dict[str, Any]], part: str,
+                num_examples: int) -> List[int]:
+  """The rows of eval part `part` that are scored: all of them, or all
+  but the dev rows when the dev set is drawn from that part (GOODDEV)."""
+  if not dev or dev["part"] != part:
+    return list(range(num_examples))
+  held = set(dev_rows(dev, num_examples))
+  return [i for i in range(num_examples) if i not in held]
+
+
 def before_eos(ids: Sequence[int], eos_id: int = 1) -> List[int]:
   """A target's ids up to its first EOS (as decoding strips them)."""
   ids = [int(i) for i in ids]
