@@ -86,6 +86,25 @@ def quiet_checkpointer_logs() -> None:
     logger.addFilter(_DropCheckpointerInfo())
 
 
+class _DropGinProbe(logging.Filter):
+  """gin tries each search-path prefix with each file reader; its package
+  reader logs `ERROR Path not found` for every prefix where `gin/...` is
+  not a Python package, before the file is found under the next prefix."""
+
+  def filter(self, record: logging.LogRecord) -> bool:
+    return not (record.pathname.endswith(
+        os.path.join("gin", "resource_reader.py")) and
+                str(record.msg).startswith("Path not found"))
+
+
+def quiet_gin_search() -> None:
+  """Drops those records from the root logger (gin logs there); a file
+  found nowhere is still gin's IOError; idempotent."""
+  logger = logging.getLogger()
+  if not any(isinstance(f, _DropGinProbe) for f in logger.filters):
+    logger.addFilter(_DropGinProbe())
+
+
 @contextlib.contextmanager
 def filtered_stderr() -> Iterator[None]:
   """Runs the block with fd 2 captured, then writes back every line that is

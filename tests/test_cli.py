@@ -142,3 +142,66 @@ def test_augment_help_names_every_method_and_selector(capsys):
     assert any(name.startswith(b) for b in bases if b), name
   for name in selection.names():
     assert name in text, name
+
+
+def _augment_gin(tmp_path, flags, gin_files=(), bindings=()):
+  """`augment`'s gin as main() configures it, without running the run."""
+  args = cli.build_parser().parse_args(
+      ["augment", "--out", str(tmp_path / "run")] + list(flags))
+  cli.SUBCOMMANDS["augment"].register_configurables()
+  cli.configure_gin(cli.SUBCOMMANDS["augment"], args, list(gin_files),
+                    list(bindings))
+
+
+def test_a_builtin_dataset_brings_each_methods_settings(tmp_path, caplog):
+  import gin  # pylint: disable=g-import-not-at-top
+  # The class defaults (a 4-word wug, no memory cap) are no dataset's;
+  # gin/geca/scan.gin's wug is one word, gin/geca/cogs.gin caps memory.
+  _augment_gin(tmp_path, ["--method", "geca"])
+  assert gin.query_parameter("geca.GECAConfig.wug_size") == 1
+  assert gin.query_parameter("geca.GECAConfig.max_len") == 40
+  assert "gin/geca/scan.gin first" in caplog.text
+  gin.clear_config()
+  # A variant is its family's; the dataset from the flag.
+  _augment_gin(tmp_path, ["--dataset", "cogs", "--method", "geca_x",
+                          "--method", "pcfg_bt_uniform", "--method",
+                          "primaug_20"])
+  assert gin.query_parameter("geca.GECAConfig.memory_limit_gb") == 8.0
+  assert gin.query_parameter(
+      "pcfg_bt.PCFGBTConfig.grammar") == "tasks/cogs/typed.cfg"
+  gin.clear_config()
+  # The user's bindings and files win; the dataset may come from gin.
+  mine = tmp_path / "mine.gin"
+  mine.write_text("augment.dataset = 'cogs'\n"
+                  "augment.methods = ['geca']\n"
+                  "geca.GECAConfig.n_sample = 7\n")
+  _augment_gin(tmp_path, [], [str(mine)], ["geca.GECAConfig.wug_limit = 3"])
+  assert gin.query_parameter("geca.GECAConfig.n_sample") == 7
+  assert gin.query_parameter("geca.GECAConfig.wug_limit") == 3
+  assert gin.query_parameter("geca.GECAConfig.memory_limit_gb") == 8.0
+  gin.clear_config()
+  # Your own TSVs have no settings to bring: the class defaults.
+  caplog.clear()
+  _augment_gin(tmp_path, ["--dataset", "tsv", "--method", "geca"])
+  with pytest.raises(ValueError):
+    gin.query_parameter("geca.GECAConfig.wug_size")
+  assert "first" not in caplog.text
+
+
+def test_dataset_settings_already_loaded_are_not_added(tmp_path):
+  from csl_jax import gin_defaults  # pylint: disable=g-import-not-at-top
+  assert gin_defaults.files("geoquery", ["csl", "geca", "augzero_20",
+                                         "unknown", "geca_2"]) == [
+                                             "gin/csl/geoquery_augment.gin",
+                                             "gin/geca/geoquery.gin"]
+  assert gin_defaults.files("tsv", ["csl", "geca"]) == []
+  assert gin_defaults.family("pcfg_bt_uniform") == "pcfg_bt"
+  assert gin_defaults.family("cslx") is None
+  # An experiment's file includes CSL's settings through two levels.
+  loaded = gin_defaults.loaded(["gin/experiments/geoquery_template_1.gin"])
+  assert "gin/csl/geoquery_augment.gin" in loaded
+  assert "gin/csl/geoquery.gin" in loaded
+  args = cli.build_parser().parse_args(
+      ["augment", "--out", str(tmp_path), "--dataset", "geoquery"])
+  assert cli.SUBCOMMANDS["augment"].gin_defaults(
+      args, ["gin/csl/geoquery_augment.gin"]) == []

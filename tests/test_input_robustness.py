@@ -349,6 +349,43 @@ def test_checkpointer_info_is_dropped_its_warnings_and_ours_kept(
     absl.filters[:] = before
 
 
+def test_gin_search_misses_are_not_logged_as_errors(tmp_path, monkeypatch,
+                                                    caplog, clear_gin):
+  """From outside the checkout gin tries `gin/...` as a Python package under
+  each search prefix and logs `ERROR Path not found` before finding it."""
+  del clear_gin
+  import gin  # pylint: disable=g-import-not-at-top
+  repo = tmp_path / "repo"
+  (repo / "gin" / "sub").mkdir(parents=True)
+  (repo / "gin" / "sub" / "m.gin").write_text("M = 3\n")
+  (tmp_path / "elsewhere").mkdir()
+  monkeypatch.chdir(tmp_path / "elsewhere")
+  gin.add_config_file_search_path(str(repo))
+  mine = tmp_path / "mine.gin"
+  mine.write_text("include 'gin/sub/m.gin'\n")
+
+  def misses():
+    caplog.clear()
+    with caplog.at_level(py_logging.INFO):
+      gin.parse_config_file(str(mine))
+    return [r for r in caplog.records
+            if r.getMessage().startswith("Path not found")]
+
+  assert misses()  # gin does log them
+  root = py_logging.getLogger()
+  before = list(root.filters)
+  try:
+    quiet.quiet_gin_search()
+    quiet.quiet_gin_search()
+    assert len(root.filters) == len(before) + 1
+    assert not misses()
+    assert gin.query_parameter("M/macro.value") == 3
+    with pytest.raises(IOError, match="nowhere.gin"):  # still an error
+      gin.parse_config_file("gin/nowhere.gin")
+  finally:
+    root.filters[:] = before
+
+
 def test_progress_logs_when_stderr_is_not_a_terminal(monkeypatch, caplog):
   monkeypatch.setenv(progress_lib.ENV, "0")
   with caplog.at_level(py_logging.INFO):

@@ -211,7 +211,7 @@ def test_bad_settings_are_clear_errors(run):
   tmp_path, run_data = run
   with pytest.raises(InputError, match="distribution"):
     PCFGBTConfig(grammar="x.cfg", distribution="zipf")
-  with pytest.raises(InputError, match="needs an output grammar"):
+  with pytest.raises(InputError, match="needs a CFG of the programs"):
     PCFGBT(PCFGBTConfig()).stages(run_data, str(tmp_path / "x"))
   no_test = base.RunData(run_data.directory, {"train": run_data.train})
   with pytest.raises(InputError, match="'test' part"):

@@ -1,6 +1,7 @@
 """`csl-jax augment`: the whole pipeline for one dataset split."""
 
 import argparse
+from typing import List
 
 from csl_jax.cli import stage
 from csl_jax.data import registry as data_registry
@@ -56,3 +57,14 @@ def register_configurables() -> None:
   from csl_jax.model import train
   from csl_jax.pipeline import augment
   from csl_jax.seq2seq import config
+
+
+def gin_defaults(args: argparse.Namespace, files: List[str]) -> List[str]:
+  """The dataset's gin files for the run's methods (`csl_jax/gin_defaults.py`)
+  that the user's `files` do not load: the dataset and methods from the
+  flags, else the gin bindings, else the defaults."""
+  from csl_jax import gin_defaults as defaults  # pylint: disable=g-import-not-at-top
+  return [f for f in defaults.files(
+      args.dataset or defaults.bound("augment.dataset", "scan"),
+      args.methods or defaults.bound("augment.methods", ["csl"]))
+          if f not in defaults.loaded(files)]

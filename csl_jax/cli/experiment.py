@@ -2,6 +2,7 @@
 runs on the augmentation pipeline, with the papers' tables and plots."""
 
 import argparse
+from typing import List
 
 
 
@@ -26,3 +27,15 @@ def register_configurables() -> None:
   from csl_jax.experiments import runner
   from csl_jax.model import train as csl_train
   from csl_jax.seq2seq import models, train
+
+
+def gin_defaults(args: argparse.Namespace, files: List[str]) -> List[str]:
+  """The dataset's gin files for the grid's methods
+  (`csl_jax/gin_defaults.py`) that its `files` do not load; they come
+  after."""
+  del args  # the grid is all gin
+  from csl_jax import gin_defaults as defaults  # pylint: disable=g-import-not-at-top
+  return [f for f in defaults.files(
+      defaults.bound("experiment.dataset", None),
+      defaults.bound("experiment.methods", ["csl"]))
+          if f not in defaults.loaded(files)]

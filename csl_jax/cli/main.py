@@ -19,6 +19,7 @@ import gin  # pylint: disable=g-import-not-at-top
 
 from csl_jax import allocator
 from csl_jax import compile_cache
+from csl_jax import gin_defaults
 from csl_jax.cli import augment
 from csl_jax.cli import experiment
 from csl_jax.cli import coverage
@@ -33,11 +34,6 @@ from csl_jax.cli import prepare
 from csl_jax.cli import run_bundle
 from csl_jax.cli import stage
 from csl_jax.errors import InputError
-
-# Where gin/ lives in a source checkout, so `include 'gin/...'` resolves
-# from any working directory.
-_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))
 
 SUBCOMMANDS = {
     "prepare": prepare,
@@ -100,11 +96,34 @@ def _check_out(path: str) -> None:
     raise InputError("--out is not writable (permission denied)", path)
 
 
+def configure_gin(module, args: argparse.Namespace, files: List[str],
+                  bindings: List[str]) -> None:
+  """Parses the user's gin files and bindings, after the dataset's settings
+  for the command's methods where it names them (`module.gin_defaults`)."""
+  try:
+    for root in (os.getcwd(), gin_defaults.REPO_ROOT):
+      gin.add_config_file_search_path(root)
+    gin.parse_config_files_and_bindings(files, bindings,
+                                        finalize_config=False)
+    defaults = (module.gin_defaults(args, files)
+                if hasattr(module, "gin_defaults") else [])
+    if defaults:  # the dataset's settings, then the user's on top
+      gin.clear_config()
+      gin.parse_config_files_and_bindings(defaults + files, bindings,
+                                          finalize_config=False)
+      logging.info("gin: %s first (the dataset's settings for the "
+                   "methods; your gin files and bindings override them)",
+                   ", ".join(defaults))
+  except (IOError, ValueError, SyntaxError) as e:
+    raise InputError(f"gin configuration: {e}") from None
+
+
 def main(argv: Optional[List[str]] = None, *,
          freeze_imports: bool = False) -> int:
   argv = list(sys.argv[1:] if argv is None else argv)
   logging.set_verbosity(logging.INFO)
   quiet.quiet_checkpointer_logs()
+  quiet.quiet_gin_search()
   stage.set_command_line(argv)
   try:
     files, bindings, rest = _split_gin_flags(argv)
@@ -116,13 +135,7 @@ def main(argv: Optional[List[str]] = None, *,
       _check_out(args.out)
     if hasattr(module, "register_configurables"):
       module.register_configurables()
-    try:
-      for root in (os.getcwd(), _REPO_ROOT):
-        gin.add_config_file_search_path(root)
-      gin.parse_config_files_and_bindings(files, bindings,
-                                          finalize_config=False)
-    except (IOError, ValueError, SyntaxError) as e:
-      raise InputError(f"gin configuration: {e}") from None
+    configure_gin(module, args, files, bindings)
     if freeze_imports:
       # The imports above leave ~300k objects that Python's cyclic collector
       # would rescan at every full collection of the stages' many small

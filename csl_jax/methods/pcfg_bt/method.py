@@ -398,8 +398,9 @@ class PCFGBT:
     from csl_jax import assets
     # pylint: enable=g-import-not-at-top
     if not self.config.grammar:
-      raise InputError("pcfg_bt needs an output grammar: bind "
-                       "pcfg_bt.PCFGBTConfig.grammar (e.g. "
+      raise InputError("pcfg_bt needs a CFG of the programs: bind "
+                       "pcfg_bt.PCFGBTConfig.grammar to your .cfg (a "
+                       "built-in --dataset brings its own, e.g. "
                        "tasks/scan/actions.cfg)")
     grammar = assets.resolve(self.config.grammar)
     train = data.train

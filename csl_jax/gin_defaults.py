@@ -1,0 +1,81 @@
+"""A built-in dataset's settings for each method, applied without naming them.
+
+`csl-jax augment --dataset geoquery --method geca` runs GECA with
+`gin/geca/geoquery.gin`, as if `--gin_file=gin/geca/geoquery.gin` came
+before the user's gin files: their files and `--gin.` bindings still win.
+Before, a method left to its class defaults ran settings of no dataset (on
+SCAN GECA's wug is one word, not four; on COGS it needs its memory cap) and
+`pcfg_bt` stopped for want of an output grammar the dataset has.
+"""
+
+import os
+import re
+from typing import Iterable, List, Optional, Sequence, Set
+
+# Methods with per-dataset gin files; a variant (`pcfg_bt_uniform`,
+# `primaug_20`) is its family's.
+FAMILIES = ("csl", "geca", "pcfg_bt", "primaug", "augzero")
+
+# The checkout holding `gin/` (the entry point resolves `include 'gin/...'`
+# from here too).
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def family(method: str) -> Optional[str]:
+  """The method family of a method or variant name, None if unknown."""
+  found = [f for f in FAMILIES if method == f or method.startswith(f + "_")]
+  return max(found, key=len) if found else None
+
+
+def path(method_family: str, dataset: str) -> str:
+  """Where the family's settings for `dataset` live, relative to the repo."""
+  if method_family == "csl":  # CSL's file for a run also names the dataset
+    return f"gin/csl/{dataset}_augment.gin"
+  return f"gin/{method_family}/{dataset}.gin"
+
+
+def files(dataset: Optional[str], methods: Sequence[str]) -> List[str]:
+  """The existing settings files of `methods` on `dataset`, in method order,
+  each once (repo-relative, as gin's search path resolves them)."""
+  if not dataset:
+    return []
+  out: List[str] = []
+  for method in methods:
+    fam = family(method)
+    if fam is None:
+      continue
+    name = path(fam, dataset)
+    if name not in out and os.path.isfile(os.path.join(REPO_ROOT, name)):
+      out.append(name)
+  return out
+
+
+_INCLUDE = re.compile(r"""^\s*include\s+['"]([^'"]+)['"]""", re.M)
+
+
+def loaded(gin_files: Iterable[str]) -> Set[str]:
+  """`gin_files` and every file they include, as written (repo-relative
+  where they are): what a run loads already needs no default."""
+  seen: Set[str] = set()
+  todo = list(gin_files)
+  while todo:
+    name = todo.pop()
+    if name in seen:
+      continue
+    seen.add(name)
+    for root in ("", REPO_ROOT):
+      full = os.path.join(root, name)
+      if os.path.isfile(full):
+        with open(full, encoding="utf-8") as f:
+          todo.extend(_INCLUDE.findall(f.read()))
+        break
+  return seen
+
+
+def bound(name: str, default):
+  """The value gin binds to `name` (`augment.dataset`), else `default`."""
+  import gin  # pylint: disable=g-import-not-at-top
+  try:
+    return gin.query_parameter(name)
+  except ValueError:  # not bound
+    return default
