@@ -110,6 +110,12 @@ def test_detect():
   assert templates.detect([Example("walk", "I_WALK")]) == "scan"
   assert templates.detect([Example("x", "( Yield x )")]) == "smcalflow"
   assert templates.detect([Example("x", "dust ( agent = Emma )")]) == "cogs"
+  # GECA's ill-formed programs (no bracket after `answer`) among them:
+  # still a GeoQuery pool, the misfits never selected.
+  noisy = _pool(GEO) + [Example("x", "answer state , loc_1 ( m0 ) )")] * (
+      len(_pool(GEO)) - 1)
+  assert templates.detect(noisy) == "geoquery"
+  assert templates.detect(noisy + noisy[-2:]) == "cogs"  # not most
   with pytest.raises(InputError):
     templates.get("nope")
 

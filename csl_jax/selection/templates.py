@@ -388,17 +388,25 @@ ABSTRACTIONS: Dict[str, Abstraction] = {
     a.name: a for a in (GEOQUERY, COGS, SCAN, SMCALFLOW)}
 
 
+_SIGNS = (
+    ("geoquery", lambda s: s.startswith("answer (")),
+    ("smcalflow", lambda s: s.startswith("(")),
+    ("scan", lambda s: all(t.startswith("I_") for t in s.split())),
+)
+
+
 def detect(pool: Sequence[Example]) -> str:
-  """The abstraction name that fits the pool's first outputs."""
+  """The abstraction name that fits most of the pool's first outputs.
+
+  Most, not all: GECA's candidates include ill-formed programs (a FunQL
+  `answer` without its bracket), and one of them must not turn a GeoQuery
+  pool into a COGS one; those are reported as never selected instead."""
   sample = [ex.output for ex in pool[:100]]
   if not sample:
     raise InputError("empty candidate pool")
-  if all(s.startswith("answer (") for s in sample):
-    return "geoquery"
-  if all(s.startswith("(") for s in sample):
-    return "smcalflow"
-  if all(all(t.startswith("I_") for t in s.split()) for s in sample):
-    return "scan"
+  for name, fits in _SIGNS:
+    if 2 * sum(map(fits, sample)) > len(sample):
+      return name
   return "cogs"
 
 
