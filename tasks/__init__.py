@@ -9,7 +9,11 @@ NAME_<m>_synthetic and mixture NAME_<m>_mixture, plus NAME_all_mixture
 `register_dataset` call.
 """
 
-from tasks import metrics
+# TensorFlow (SeqIO's) first, without its CUDA probe lines on a CPU machine.
+from csl_jax import quiet as _quiet  # pylint: disable=g-bad-import-order
+_quiet.import_tensorflow()
+
+from tasks import metrics  # pylint: disable=g-import-not-at-top
 from tasks import registry
 from tasks import vocab
 from tasks.registry import register_dataset

@@ -349,6 +349,17 @@ def test_checkpointer_info_is_dropped_its_warnings_and_ours_kept(
     absl.filters[:] = before
 
 
+def test_importing_the_seqio_tasks_prints_no_probe_lines():
+  """`import tasks` (SeqIO, TensorFlow) in a fresh process, as the pipeline's
+  backtranslation and the experiments do: no CUDA probe lines on stderr."""
+  import subprocess  # pylint: disable=g-import-not-at-top
+  env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+  done = subprocess.run([sys.executable, "-c", "import tasks"], env=env,
+                        capture_output=True, text=True, check=True)
+  assert not [line for line in done.stderr.splitlines()
+              if quiet.NOISE.search(line)], done.stderr
+
+
 def test_gin_search_misses_are_not_logged_as_errors(tmp_path, monkeypatch,
                                                     caplog, clear_gin):
   """From outside the checkout gin tries `gin/...` as a Python package under
