@@ -60,6 +60,14 @@ def test_writer_writes_event_files(tmp_path):
   assert plots.read_scalars(directory, "eval/loss") == [(2, 0.5), (3, 0.25)]
   assert plots.read_scalars(directory, "eval/accuracy") == [
       (2, pytest.approx(0.9))]
+  # A file cut short by a kill: the whole records before the cut.
+  (name,) = [f for f in os.listdir(directory) if f.startswith("events.")]
+  with open(os.path.join(directory, name), "rb") as f:
+    data = f.read()
+  cut = tmp_path / "cut"
+  cut.mkdir()
+  (cut / name).write_bytes(data[:-5])
+  assert plots.read_scalars(str(cut), "eval/loss") == [(2, 0.5)]
 
 
 def test_bleu_by_hand():

@@ -26,7 +26,10 @@ def read_scalars(directory: str, tag: str) -> List[Tuple[int, float]]:
                                             "events.out.tfevents.*"),
                                recursive=True)):
     try:
-      for event in tf.compat.v1.train.summary_iterator(path):
+      # The records read as tf.compat.v1.train.summary_iterator would,
+      # without its deprecation warning in every experiment's output.
+      for record in tf.data.TFRecordDataset(path):
+        event = tf.compat.v1.Event.FromString(record.numpy())
         for value in event.summary.value:
           if value.tag != tag:
             continue
