@@ -14,7 +14,9 @@ def add_parser(subparsers) -> None:
       "the defaults shown.")
   p.add_argument("--out", required=True, help="the run directory")
   p.add_argument("--dataset", choices=data_registry.names(),
-                 help="default: scan")
+                 help="default: scan; a built-in one brings each method's "
+                 "settings for it (gin/<method>/<dataset>.gin), read "
+                 "before your gin files and bindings")
   p.add_argument("--split", help="default: the dataset's (scan: "
                  "addprim_jump)")
   p.add_argument("--data_dir", help="the dataset's files (not for scan)")
