@@ -6,6 +6,7 @@ bad gin file's one-line error. Tiny model, tiny grid, tiny data; no network.
 
 import dataclasses
 import json
+import math
 import os
 import random
 
@@ -154,6 +155,42 @@ def test_mean_std_on_known_numbers():
   ppl = results.aggregate(records, "perplexity")
   assert ppl["original"]["jump"] == {"mean": 2.0, "std": 2 ** -0.5, "n": 2}
   assert ppl["csl"]["jump"]["n"] == 1 and ppl["csl"]["length"]["n"] == 1
+
+
+def test_difference_to_original_by_hand():
+  # [1, 2, 3] vs [4, 5, 6]: difference 3, each variance 1, so the standard
+  # error is sqrt(1/3 + 1/3) = 0.8165, t = 3.674 on (2/3)^2 / (2 (1/3)^2 /
+  # 2) = 4 degrees of freedom: p = 0.0213, the 95% interval 3 -+ 2.776 *
+  # 0.8165 = [0.733, 5.267].
+  d = results.welch([1.0, 2.0, 3.0], [4.0, 5.0, 6.0])
+  assert d["delta"] == 3.0 and d["n"] == 3
+  assert d["p"] == pytest.approx(0.0213, abs=5e-5)
+  assert (d["low"], d["high"]) == (pytest.approx(0.733, abs=5e-4),
+                                   pytest.approx(5.267, abs=5e-4))
+  from scipy import stats  # pylint: disable=g-import-not-at-top
+  assert d["p"] == pytest.approx(stats.ttest_ind(
+      [4, 5, 6], [1, 2, 3], equal_var=False).pvalue)
+  assert results.difference_text(d) == "+3.00 [+0.73, +5.27] p = 0.021"
+  # One seed, or no spread: the difference alone.
+  for a, b in (([1.0], [2.0, 3.0]), ([0.0, 0.0], [0.0, 0.0])):
+    d = results.welch(a, b)
+    assert math.isnan(d["p"]) and math.isnan(d["low"])
+  assert results.difference_text(results.welch([1.0], [0.5])) == "-0.50"
+  records = [{"split": sp, "data": dt, "seed": sd, "accuracy": a,
+              "accuracy_by_part": {"test": a}}
+             for sp, dt, sd, a in [("jump", "original", 0, 1.0),
+                                   ("jump", "original", 1, 2.0),
+                                   ("jump", "original", 2, 3.0),
+                                   ("jump", "csl", 0, 4.0),
+                                   ("jump", "csl", 1, 5.0),
+                                   ("jump", "csl", 2, 6.0),
+                                   ("length", "csl", 0, 90.0)]]
+  diff = results.difference_table(records)
+  assert list(diff) == ["csl"] and list(diff["csl"]) == ["jump"]
+  md = results.markdown_table(diff, ["original", "csl"],
+                              text=results.difference_text)
+  assert "| csl | +3.00 [+0.73, +5.27] p = 0.021 |" in md
+  assert results.difference_table(records[3:]) == {}  # no original row
 
 
 # ---- per-category scoring -------------------------------------------------

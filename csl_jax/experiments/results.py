@@ -103,12 +103,9 @@ def cell_text(stats: Mapping[str, float]) -> str:
   return f"{stats['mean']:.2f} ± {stats['std']:.2f} ({stats['n']})"
 
 
-def aggregate(records: Iterable[Mapping[str, Any]], field: str = "accuracy"
-              ) -> Dict[str, Dict[str, Dict[str, float]]]:
-  """{data: {column: mean_std}} of `field` over seeds; a column is the split
-  (with its eval part, `split/part`, when records have several parts). A
-  field with a per-part form (`accuracy`, `perplexity`) is read per part;
-  records without the field (older runs) are left out."""
+def _values(records: Iterable[Mapping[str, Any]], field: str
+            ) -> Dict[str, Dict[str, List[float]]]:
+  """{data: {column: per-seed values of `field`}} (see `aggregate`)."""
   values: Dict[str, Dict[str, List[float]]] = collections.defaultdict(
       lambda: collections.defaultdict(list))
   for r in records:
@@ -119,8 +116,65 @@ def aggregate(records: Iterable[Mapping[str, Any]], field: str = "accuracy"
       value = by_part.get(part) if by_part is not None else r.get(field)
       if value is not None:
         values[r["data"]][column].append(value)
+  return values
+
+
+def aggregate(records: Iterable[Mapping[str, Any]], field: str = "accuracy"
+              ) -> Dict[str, Dict[str, Dict[str, float]]]:
+  """{data: {column: mean_std}} of `field` over seeds; a column is the split
+  (with its eval part, `split/part`, when records have several parts). A
+  field with a per-part form (`accuracy`, `perplexity`) is read per part;
+  records without the field (older runs) are left out."""
   return {d: {c: mean_std(v) for c, v in cols.items()}
-          for d, cols in values.items()}
+          for d, cols in _values(records, field).items()}
+
+
+def welch(base: Sequence[float], other: Sequence[float],
+          level: float = 0.95) -> Dict[str, float]:
+  """`other` − `base`: the difference of the means, its `level` interval
+  and the two-sided p of Welch's t-test (unequal variances,
+  Welch-Satterthwaite degrees of freedom). The interval and p are NaN with
+  fewer than two values a side or no spread in either: the seeds cannot
+  say then."""
+  from scipy import stats  # pylint: disable=g-import-not-at-top
+  a, b = mean_std(base), mean_std(other)
+  nan = float("nan")
+  out = {"delta": b["mean"] - a["mean"], "low": nan, "high": nan, "p": nan,
+         "n": min(a["n"], b["n"])}
+  if a["n"] < 2 or b["n"] < 2:
+    return out
+  va, vb = a["std"] ** 2 / a["n"], b["std"] ** 2 / b["n"]
+  if va + vb == 0:
+    return out
+  se = math.sqrt(va + vb)
+  df = (va + vb) ** 2 / (va ** 2 / (a["n"] - 1) + vb ** 2 / (b["n"] - 1))
+  half = float(stats.t.ppf(0.5 + level / 2, df)) * se
+  out.update(low=out["delta"] - half, high=out["delta"] + half,
+             p=float(2 * stats.t.sf(abs(out["delta"]) / se, df)))
+  return out
+
+
+def difference_table(records: Iterable[Mapping[str, Any]],
+                     base: str = "original"
+                     ) -> Dict[str, Dict[str, Dict[str, float]]]:
+  """{data: {column: welch(base's seeds, data's seeds)}} of exact match,
+  for every row but `base` in a column `base` has; {} without `base`."""
+  values = _values(records, "accuracy")
+  if base not in values:
+    return {}
+  return {d: {c: welch(values[base][c], v) for c, v in cols.items()
+              if c in values[base]}
+          for d, cols in values.items() if d != base}
+
+
+def difference_text(stats: Mapping[str, float]) -> str:
+  """`+Δ [low, high] p = P`, or `+Δ` alone where the seeds cannot say."""
+  if not stats or not stats.get("n"):
+    return "–"
+  if math.isnan(stats["p"]):
+    return f"{stats['delta']:+.2f}"
+  return (f"{stats['delta']:+.2f} [{stats['low']:+.2f}, {stats['high']:+.2f}]"
+          f" p = {stats['p']:.2g}")
 
 
 def seen_table(records: Sequence[Mapping[str, Any]]
@@ -177,20 +231,20 @@ def _columns(table) -> List[str]:
   return list(dict.fromkeys(c for cols in table.values() for c in cols))
 
 
-def markdown_table(table, rows: Sequence[str], first: str = "training data"
-                   ) -> str:
+def markdown_table(table, rows: Sequence[str], first: str = "training data",
+                   text=cell_text) -> str:
   columns = _columns(table)
   lines = ["| " + " | ".join([first] + columns) + " |",
            "|" + "---|" * (len(columns) + 1)]
   for row in rows:
     if row in table:
       lines.append("| " + " | ".join(
-          [row] + [cell_text(table[row].get(c)) for c in columns]) + " |")
+          [row] + [text(table[row].get(c)) for c in columns]) + " |")
   return "\n".join(lines) + "\n"
 
 
-def html_table(table, rows: Sequence[str], first: str = "training data"
-               ) -> str:
+def html_table(table, rows: Sequence[str], first: str = "training data",
+               text=cell_text) -> str:
   columns = _columns(table)
   out = ["<table>", "<tr>" + "".join(
       f"<th>{html.escape(c)}</th>" for c in [first] + columns) + "</tr>"]
@@ -198,7 +252,7 @@ def html_table(table, rows: Sequence[str], first: str = "training data"
     if row in table:
       out.append("<tr>" + "".join(
           f"<td>{html.escape(x)}</td>" for x in
-          [row] + [cell_text(table[row].get(c)) for c in columns]) + "</tr>")
+          [row] + [text(table[row].get(c)) for c in columns]) + "</tr>")
   out.append("</table>")
   return "\n".join(out) + "\n"
 
@@ -250,6 +304,15 @@ def write_tables(out_dir: str, records: Sequence[Mapping[str, Any]],
   body = [f"<h1>{html.escape(title)}</h1>", f"<p>{html.escape(setup)}.</p>",
           "<h2>Exact match (%), mean ± std over seeds (number of seeds)</h2>",
           html_table(table, rows)]
+  diff = difference_table(records)
+  if diff:
+    head = ("Difference to original (exact match points): mean over seeds, "
+            "its 95% interval and the p of Welch's t-test (the seeds' "
+            "spread only; none where a row has one seed or no spread)")
+    md += [f"\n## {head}\n", markdown_table(diff, rows,
+                                             text=difference_text)]
+    body += [f"<h2>{html.escape(head)}</h2>",
+             html_table(diff, rows, text=difference_text)]
   if cats:
     ordered = {d: dict(sorted(c.items(), key=lambda kv: (
         kv[0] not in STRUCTURAL, kv[0]))) for d, c in cats.items()}
