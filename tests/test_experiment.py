@@ -191,6 +191,10 @@ def test_difference_to_original_by_hand():
                               text=results.difference_text)
   assert "| csl | +3.00 [+0.73, +5.27] p = 0.021 |" in md
   assert results.difference_table(records[3:]) == {}  # no original row
+  # Another base row (experiment.compare_to): the differences turn over.
+  back = results.difference_table(records, "csl")
+  assert list(back) == ["original"] and back["original"]["jump"][
+      "delta"] == -3.0 and "length" not in back["original"]
 
 
 # ---- per-category scoring -------------------------------------------------
@@ -477,6 +481,7 @@ def test_gooddev_selects_on_a_tenth_of_test_and_scores_the_rest(
     ({"dev": "nope"}, "has no nope part"),
     ({"dev": "gooddev", "dev_fraction": 1.5}, "dev_fraction"),
     ({"dev": 3}, "experiment.dev"),
+    ({"compare_to": "csl"}, "compare_to: 'csl' is not a row"),
 ])
 def test_bad_dev_is_an_input_error(tiny, toy_data, tmp_path, kw, message):  # pylint: disable=redefined-outer-name,unused-argument
   with pytest.raises(InputError, match=message):

@@ -304,9 +304,10 @@ def write_tables(out_dir: str, records: Sequence[Mapping[str, Any]],
   body = [f"<h1>{html.escape(title)}</h1>", f"<p>{html.escape(setup)}.</p>",
           "<h2>Exact match (%), mean ± std over seeds (number of seeds)</h2>",
           html_table(table, rows)]
-  diff = difference_table(records)
+  base = meta.get("compare_to") or "original"
+  diff = difference_table(records, base)
   if diff:
-    head = ("Difference to original (exact match points): mean over seeds, "
+    head = (f"Difference to {base} (exact match points): mean over seeds, "
             "its 95% interval and the p of Welch's t-test (the seeds' "
             "spread only; none where a row has one seed or no spread)")
     md += [f"\n## {head}\n", markdown_table(diff, rows,

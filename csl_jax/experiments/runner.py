@@ -475,6 +475,7 @@ def experiment(out_dir: str,
                dev_seed: int = 0,
                trainer: str = "seqio",
                lanes: int = 1,
+               compare_to: Optional[str] = None,
                wait: bool = False) -> Dict[str, Any]:
   """Runs (or resumes) the grid into `out_dir`; returns its summary.
 
@@ -530,6 +531,10 @@ def experiment(out_dir: str,
       arrays trainer on a CPU"). Other batches than "seqio"'s, so other
       cells.
     lanes: the arrays trainer's processes.
+    compare_to: the row every other row's difference is taken to in the
+      tables (mean, 95% interval, Welch's p over seeds); None: `original`
+      where it is a row. E.g. a full mixture that selected subsets should
+      match.
     wait: wait for another process holding `out_dir` instead of stopping.
   """
   arguments = dict(locals())  # all of them, for the arrays trainer's rounds
@@ -562,6 +567,9 @@ def experiment(out_dir: str,
   selectors = selection.parse(select)
   rows = grid_lib.data_rows(methods, data, selectors, select_num)
   seeds = grid_lib.check_seeds(seeds)
+  if compare_to is not None and compare_to not in rows:
+    raise InputError(f"experiment.compare_to: {compare_to!r} is not a row; "
+                     f"the rows: {', '.join(rows)}")
   if mixing not in MIXINGS:
     raise InputError(f"experiment.mixing: {mixing!r}; valid: "
                      f"{', '.join(MIXINGS)}")
@@ -602,7 +610,7 @@ def experiment(out_dir: str,
           "select_num": select_num, "checkpoint": checkpoint,
           # Bundle cells train from token arrays, here or elsewhere.
           "trainer": "arrays" if bundle else "seqio",
-          "num_cells": len(cells)}
+          "num_cells": len(cells), "compare_to": compare_to or "original"}
   needed = [m for m in methods if any(
       r == m or any(r.startswith(f"{m}_{s}_") for s in selectors)
       for r in rows)]
