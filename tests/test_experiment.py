@@ -129,18 +129,21 @@ def test_grid_expansion():
 
 # ---- table math -----------------------------------------------------------
 
+def _score_records(rows):
+  """Result records of (split, data, seed, test exact match)."""
+  return [{"split": sp, "data": d, "seed": s, "accuracy": a,
+           "accuracy_by_part": {"test": a}} for sp, d, s, a in rows]
+
+
 def test_mean_std_on_known_numbers():
   s = results.mean_std([50.0, 60.0, 70.0])
   assert s == {"mean": 60.0, "std": 10.0, "n": 3}
   assert results.cell_text(s) == "60.00 ± 10.00 (3)"
   assert results.mean_std([42.0]) == {"mean": 42.0, "std": 0.0, "n": 1}
-  records = [{"split": sp, "data": d, "seed": s, "accuracy": a,
-              "accuracy_by_part": {"test": a}}
-             for sp, d, s, a in [("jump", "original", 0, 2.0),
-                                 ("jump", "original", 1, 4.0),
-                                 ("jump", "csl", 0, 99.0),
-                                 ("jump", "csl", 1, 100.0),
-                                 ("length", "csl", 0, 90.0)]]
+  records = _score_records([
+      ("jump", "original", 0, 2.0), ("jump", "original", 1, 4.0),
+      ("jump", "csl", 0, 99.0), ("jump", "csl", 1, 100.0),
+      ("length", "csl", 0, 90.0)])
   table = results.aggregate(records)
   assert table["original"]["jump"]["mean"] == 3.0
   assert abs(table["original"]["jump"]["std"] - 2 ** 0.5) < 1e-12
@@ -176,15 +179,10 @@ def test_difference_to_original_by_hand():
     d = results.welch(a, b)
     assert math.isnan(d["p"]) and math.isnan(d["low"])
   assert results.difference_text(results.welch([1.0], [0.5])) == "-0.50"
-  records = [{"split": sp, "data": dt, "seed": sd, "accuracy": a,
-              "accuracy_by_part": {"test": a}}
-             for sp, dt, sd, a in [("jump", "original", 0, 1.0),
-                                   ("jump", "original", 1, 2.0),
-                                   ("jump", "original", 2, 3.0),
-                                   ("jump", "csl", 0, 4.0),
-                                   ("jump", "csl", 1, 5.0),
-                                   ("jump", "csl", 2, 6.0),
-                                   ("length", "csl", 0, 90.0)]]
+  records = _score_records([("jump", d, i, a + 3 * (d == "csl"))
+                            for d in ("original", "csl")
+                            for i, a in enumerate((1.0, 2.0, 3.0))]
+                           + [("length", "csl", 0, 90.0)])
   diff = results.difference_table(records)
   assert list(diff) == ["csl"] and list(diff["csl"]) == ["jump"]
   md = results.markdown_table(diff, ["original", "csl"],
