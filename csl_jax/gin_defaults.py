@@ -72,6 +72,14 @@ def loaded(gin_files: Iterable[str]) -> Set[str]:
   return seen
 
 
+def missing(dataset: Optional[str], methods: Sequence[str],
+            gin_files: Iterable[str]) -> List[str]:
+  """`files(dataset, methods)` that `gin_files` (includes followed) do not
+  load already: what a command reads before the user's files."""
+  already = loaded(gin_files)
+  return [f for f in files(dataset, methods) if f not in already]
+
+
 def bound(name: str, default):
   """The value gin binds to `name` (`augment.dataset`), else `default`."""
   import gin  # pylint: disable=g-import-not-at-top

@@ -66,7 +66,6 @@ def gin_defaults(args: argparse.Namespace, files: List[str]) -> List[str]:
   that the user's `files` do not load: the dataset and methods from the
   flags, else the gin bindings, else the defaults."""
   from csl_jax import gin_defaults as defaults  # pylint: disable=g-import-not-at-top
-  return [f for f in defaults.files(
+  return defaults.missing(
       args.dataset or defaults.bound("augment.dataset", "scan"),
-      args.methods or defaults.bound("augment.methods", ["csl"]))
-          if f not in defaults.loaded(files)]
+      args.methods or defaults.bound("augment.methods", ["csl"]), files)

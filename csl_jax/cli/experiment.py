@@ -35,7 +35,5 @@ def gin_defaults(args: argparse.Namespace, files: List[str]) -> List[str]:
   after."""
   del args  # the grid is all gin
   from csl_jax import gin_defaults as defaults  # pylint: disable=g-import-not-at-top
-  return [f for f in defaults.files(
-      defaults.bound("experiment.dataset", None),
-      defaults.bound("experiment.methods", ["csl"]))
-          if f not in defaults.loaded(files)]
+  return defaults.missing(defaults.bound("experiment.dataset", None),
+                         defaults.bound("experiment.methods", ["csl"]), files)

@@ -304,7 +304,7 @@ def write_tables(out_dir: str, records: Sequence[Mapping[str, Any]],
   body = [f"<h1>{html.escape(title)}</h1>", f"<p>{html.escape(setup)}.</p>",
           "<h2>Exact match (%), mean ± std over seeds (number of seeds)</h2>",
           html_table(table, rows)]
-  base = meta.get("compare_to") or "original"
+  base = meta.get("compare_to", "original")  # the runner's resolved row
   diff = difference_table(records, base)
   if diff:
     head = (f"Difference to {base} (exact match points): mean over seeds, "
