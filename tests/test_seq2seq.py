@@ -429,6 +429,30 @@ def test_a_run_trained_without_the_dev_set_is_not_selected_on_it(
                      progress=False)["start_step"] == TRAIN.num_steps
 
 
+def test_perplexity_of_the_read_examples_is_the_pipelines_loss(
+    trained, reverse_task):
+  """`train.perplexity` of a split's decoded examples (no second tf.data
+  pass) is exp of `evaluate_loss` over SeqIO's EncDec batches of it: the
+  same batches, so the same float; 14 rows in batches of 8, the last
+  padded."""
+  import optax  # pylint: disable=g-import-not-at-top
+  from flax.training import train_state  # pylint: disable=g-import-not-at-top
+  from csl_jax.seq2seq import arrays  # pylint: disable=g-import-not-at-top
+  model, params = train.load_params(trained[0])
+  lengths = {"inputs": TINY.max_input_len, "targets": TINY.max_target_len}
+  examples = decode.split_examples(reverse_task[0], "test", lengths)
+  assert len(examples) == 14
+  got = train.perplexity(model, params, arrays.of_examples(examples),
+                         lengths, 8)
+  data_sharding, replicated = train.shardings(train.make_mesh())
+  state = jax.device_put(train_state.TrainState.create(
+      apply_fn=model.apply, params=params, tx=optax.identity()), replicated)
+  loss = train.evaluate_loss(state, reverse_task[0], "test", lengths, 8,
+                             data_sharding)["loss"]
+  assert got == float(np.exp(loss))
+  assert 1.0 < got < 259
+
+
 def test_every_checkpoint_scored_on_dev_and_the_best_kept(trained,
                                                           reverse_task):
   out, metrics = trained

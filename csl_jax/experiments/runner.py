@@ -46,6 +46,7 @@ from csl_jax.methods import base as method_base
 from csl_jax.pipeline import augment as augment_lib
 from csl_jax.pipeline import cache
 from csl_jax.pipeline import lock
+from csl_jax.seq2seq import arrays
 from csl_jax.seq2seq import bundle as bundle_lib
 from csl_jax.seq2seq import config as seq2seq_config
 from csl_jax.seq2seq import model_selection
@@ -341,12 +342,16 @@ def _cell_stage(cell: grid_lib.Cell, run_dir: str, synthetic: Optional[str],
     lengths = input_pipeline.lengths(model_config.max_input_len,
                                      model_config.max_target_len)
     start = time.time()
+    # Each part read once: decoded, and its gold outputs' perplexity.
+    examples = {p: decode.split_examples(name, p, lengths)
+                for p in ctx.eval_parts}
     rows = {p: decode.evaluate(model, params, name, p, lengths,
-                               ctx.decode_batch_size, ctx.beam_size)[0]
+                               ctx.decode_batch_size, ctx.beam_size,
+                               examples=examples[p])[0]
             for p in ctx.eval_parts}
-    perplexities = {p: train_lib.perplexity(model, params, name, p, lengths,
-                                            ctx.decode_batch_size)
-                    for p in ctx.eval_parts}
+    perplexities = {p: train_lib.perplexity(
+        model, params, arrays.of_examples(examples[p]), lengths,
+        ctx.decode_batch_size) for p in ctx.eval_parts}
     summary["decode_seconds"] = time.time() - start
     return scored(directory, summary, rows, perplexities)
 

@@ -97,6 +97,12 @@ def load(path: str) -> Dict[str, Ragged]:
     raise InputError(f"not a token array file ({e})", path) from None
 
 
+def of_examples(examples: Sequence[Mapping[str, np.ndarray]]
+                ) -> Dict[str, Ragged]:
+  """`FIELDS` of a split's tokenized examples (`decode.split_examples`)."""
+  return {k: Ragged.from_rows([ex[k] for ex in examples]) for k in FIELDS}
+
+
 def features(data: Mapping[str, Ragged], index: np.ndarray,
              lengths: Mapping[str, int]) -> Dict[str, np.ndarray]:
   """The model's features of rows `index` (EncDecFeatureConverter's)."""

@@ -303,23 +303,11 @@ def pending_cells(bundle: str) -> List[str]:
                 key=lambda c: (os.path.basename(c), c))
 
 
-def _perplexity(state, data, lengths, batch_size, data_sharding) -> float:
-  """`train.perplexity` of the arrays' examples."""
-  from csl_jax.seq2seq import train as train_lib  # pylint: disable=g-import-not-at-top
-  n = len(data["targets"])
-  batches = (arrays.features(data, np.arange(a, min(n, a + batch_size)),
-                             lengths) for a in range(0, n, batch_size))
-  return float(np.exp(train_lib.mean_loss(state, batches, data_sharding,
-                                          batch_size)["loss"]))
-
-
 def run_cell(bundle: str, cell: str, progress: bool = False
              ) -> Dict[str, Any]:
   """Trains (resuming) and decodes one cell; writes its outputs."""
   # pylint: disable=g-import-not-at-top
   import jax
-  import optax
-  from flax.training import train_state
   from csl_jax.seq2seq import decode
   from csl_jax.seq2seq import models
   from csl_jax.seq2seq import train as train_lib
@@ -369,9 +357,6 @@ def run_cell(bundle: str, cell: str, progress: bool = False
   train_seconds = time.time() - start
   model, params = train_lib.load_params(os.path.join(directory, "train"),
                                         selected=dev is not None)
-  data_sharding, replicated = train_lib.shardings(train_lib.make_mesh())
-  state = jax.device_put(train_state.TrainState.create(
-      apply_fn=model.apply, params=params, tx=optax.identity()), replicated)
   start = time.time()
   batch_size = spec["decode_batch_size"]
   parts, predicted = {}, {}
@@ -382,8 +367,8 @@ def run_cell(bundle: str, cell: str, progress: bool = False
     predicted[part] = arrays.Ragged.from_rows(decode.predict_ids(
         model, params, inputs, lengths["inputs"], lengths["targets"],
         batch_size, spec["beam_size"]))
-    parts[part] = {"num_examples": n, "perplexity": _perplexity(
-        state, data, lengths, batch_size, data_sharding)}
+    parts[part] = {"num_examples": n, "perplexity": train_lib.perplexity(
+        model, params, data, lengths, batch_size)}
   arrays.save(os.path.join(directory, PREDICTIONS_FILE), predicted)
   done = {"train": metrics, "pretrain": pretrained,
           "train_seconds": train_seconds,

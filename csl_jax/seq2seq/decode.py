@@ -258,13 +258,15 @@ def translate(model, params, vocabulary, texts: Sequence[str],
 
 def evaluate(model, params, task_name: str, split: str,
              feature_lengths: Dict[str, int], batch_size: int = 64,
-             beam_size: int = 1) -> Tuple[List[Tuple[str, str, str]],
-                                          Dict[str, Any]]:
+             beam_size: int = 1, examples=None
+             ) -> Tuple[List[Tuple[str, str, str]], Dict[str, Any]]:
   """Decodes a split; returns (input, target, prediction) rows, metrics.
 
   Metrics are the task's own metric functions over its postprocessed text.
+  `examples`: the split's `split_examples`, where the caller read them.
   """
-  examples = split_examples(task_name, split, feature_lengths)
+  if examples is None:
+    examples = split_examples(task_name, split, feature_lengths)
   predicted = predict_ids(model, params, [ex["inputs"] for ex in examples],
                           feature_lengths["inputs"],
                           feature_lengths["targets"], batch_size, beam_size)

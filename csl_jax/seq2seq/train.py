@@ -32,6 +32,7 @@ import orbax.checkpoint as ocp
 from csl_jax import progress as progress_lib
 from csl_jax.errors import InputError
 from csl_jax.files import atomic_write_json
+from csl_jax.seq2seq import arrays
 from csl_jax.seq2seq import input_pipeline
 from csl_jax.seq2seq import curriculum as curriculum_lib
 from csl_jax.seq2seq import model_selection
@@ -163,18 +164,24 @@ def mean_loss(state, batches, data_sharding, pad_to: int = 0
   return {"loss": total["loss"] / w, "accuracy": total["accuracy"] / w}
 
 
-def perplexity(model, params, task: str, split: str,
-               feature_lengths: Dict[str, int], batch_size: int) -> float:
-  """exp(mean cross-entropy per target token, EOS included) of `split`'s
-  gold outputs under the model, teacher forced: Yao & Koller's Table 6,
-  in the task vocabulary's tokens (bytes by default, so not comparable
-  with their T5 SentencePiece figures, only across rows)."""
+def perplexity(model, params, data, feature_lengths: Dict[str, int],
+               batch_size: int) -> float:
+  """exp(mean cross-entropy per target token, EOS included) of the gold
+  outputs `data["targets"]` given `data["inputs"]` (`arrays.Ragged` rows of
+  ids as a split's examples hold them, in data order), teacher forced: Yao
+  & Koller's Table 6, in the task vocabulary's tokens (bytes by default,
+  so not comparable with their T5 SentencePiece figures, only across
+  rows). The batches are `evaluate_loss`'s of the same split, built
+  without tf.data (the decoded examples are read once)."""
   data_sharding, replicated = shardings(make_mesh())
   state = jax.device_put(train_state.TrainState.create(
       apply_fn=model.apply, params=params, tx=optax.identity()), replicated)
-  loss = evaluate_loss(state, task, split, feature_lengths, batch_size,
-                       data_sharding)["loss"]
-  return float(np.exp(loss))
+  n = len(data["targets"])
+  batches = (arrays.features(data, np.arange(a, min(n, a + batch_size)),
+                             feature_lengths)
+             for a in range(0, n, batch_size))
+  return float(np.exp(mean_loss(state, batches, data_sharding,
+                                batch_size)["loss"]))
 
 
 def file_sha256(path: str) -> str:
