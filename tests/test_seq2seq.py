@@ -30,6 +30,7 @@ from csl_jax.cli import main as cli  # pylint: disable=g-import-not-at-top
 from csl_jax.cli import train_seq2seq
 from csl_jax.seq2seq import decode
 from csl_jax.seq2seq import decode_reference
+from csl_jax.seq2seq import input_pipeline
 from csl_jax.seq2seq import models
 from csl_jax.seq2seq import model_selection
 from csl_jax.seq2seq import models_reference
@@ -402,16 +403,78 @@ def test_killed_run_resumes_the_missing_steps(trained, reverse_task,
   more = train.train(killed, reverse_task[0], TINY, TRAIN, progress=False,
                      dev=_dev(reverse_task[0]))
   assert more["start_step"] == 171 and more["steps"] == TRAIN.num_steps
+  # The data position of step 171 was saved with its checkpoint: restored,
+  # not 171 batches read again.
+  assert more["data_position"] == "restored"
   _, resumed = train.load_params(killed)
   for a, b in zip(jax.tree_util.tree_leaves(params),
                   jax.tree_util.tree_leaves(resumed)):
     np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+  # Only the positions of the kept checkpoints stay.
+  assert sorted(os.listdir(os.path.join(killed, train.DATA_STATE_DIR))) == \
+      sorted(os.listdir(os.path.join(killed, "checkpoints")))
   assert more["dev_history"] == trained[1]["dev_history"]
   assert more["selected_step"] == trained[1]["selected_step"]
   for a, b in zip(
       jax.tree_util.tree_leaves(train.load_params(out, selected=True)[1]),
       jax.tree_util.tree_leaves(train.load_params(killed, selected=True)[1])):
     np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_resumed_without_a_saved_data_position_skips_to_the_same_batches(
+    trained, reverse_task, tmp_path):
+  """A run from before data positions were saved resumes by skipping the
+  batches before its step: the same parameters as the uninterrupted run."""
+  out, _ = trained
+  killed = _copy_run(out, tmp_path)
+  shutil.rmtree(os.path.join(killed, "checkpoints", "200"))
+  states = os.path.join(killed, train.DATA_STATE_DIR)
+  assert sorted(os.listdir(states)) == ["160", "200"]
+  shutil.rmtree(states)
+  more = train.train(killed, reverse_task[0], TINY, TRAIN, progress=False,
+                     dev=_dev(reverse_task[0]))
+  assert more["start_step"] == 160 and more["data_position"] == "skipped"
+  for a, b in zip(jax.tree_util.tree_leaves(train.load_params(out)[1]),
+                  jax.tree_util.tree_leaves(train.load_params(killed)[1])):
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_data_position_restored_or_skipped_gives_the_same_batches(
+    reverse_task, tmp_path):
+  """Saved after 5 batches of a reshuffling, repeated dataset (50 rows in
+  batches of 32: the second epoch has begun): restored, skipped where it
+  is missing, and skipped where it cannot be read (after a failed restore,
+  on a fresh dataset: a second iterator of one would reshuffle)."""
+  lengths = {"inputs": TINY.max_input_len, "targets": TINY.max_target_len}
+
+  def make():
+    return input_pipeline.get_dataset(reverse_task[0], "train", lengths, 32,
+                                      shuffle=True, seed=0, num_epochs=None)
+
+  states = str(tmp_path / "states")
+  batches = input_pipeline.ResumableBatches(make, states, 0)
+  for _ in range(5):
+    next(batches)
+  batches.save(5, keep=[])
+  want = [next(batches) for _ in range(2)]
+  batches.save(7, keep=[5])
+  assert sorted(os.listdir(states)) == ["5", "7"]
+
+  def resumed(directory):
+    got = input_pipeline.ResumableBatches(make, directory, 5)
+    return got.restored, [next(got) for _ in range(2)]
+
+  runs = [resumed(states), resumed(str(tmp_path / "none"))]
+  with open(os.path.join(states, "5", "data.index"), "wb") as f:
+    f.write(b"not a checkpoint")
+  runs.append(resumed(states))
+  assert [restored for restored, _ in runs] == [True, False, False]
+  for _, got in runs:
+    for a, b in zip(want, got):
+      for k in input_pipeline.FEATURES:
+        np.testing.assert_array_equal(a[k], b[k], err_msg=k)
+  batches.save(7, keep=[7])  # 5 is no kept checkpoint's any more
+  assert os.listdir(states) == ["7"]
 
 
 def test_a_run_trained_without_the_dev_set_is_not_selected_on_it(

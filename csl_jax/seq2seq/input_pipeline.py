@@ -5,8 +5,11 @@ helpers (`trim_batch`, `pad_batch`) serve the trainer on token arrays
 (`arrays.py`) on machines without them.
 """
 
-from typing import Dict, Iterator, Mapping
+import os
+import shutil
+from typing import Callable, Dict, Iterable, Iterator, Mapping
 
+from absl import logging
 import numpy as np
 
 Batch = Dict[str, np.ndarray]
@@ -85,6 +88,76 @@ def materialize(task: str, split: str, feature_lengths: Mapping[str, int],
     raise RuntimeError(f"{task} {split}: {len(texts)} texts for "
                        f"{len(features[FEATURES[0]])} examples")
   return features, texts
+
+
+class ResumableBatches:
+  """`numpy_batches` of a repeated training dataset, from step `start`,
+  whose position can be saved beside the model's checkpoints: a resumed
+  run restores the iterator (tf.data's checkpoint: its shuffle buffer,
+  seeds and file offsets) instead of producing and dropping every batch
+  before `start` (`ds.skip`, the fallback where no saved position can be
+  read; both give the same batches). BENCHMARKS "Resuming restores the
+  data position".
+
+  `make_dataset` builds the dataset: each build is iterated once, since a
+  second iterator of a reshuffling dataset draws another order."""
+
+  def __init__(self, make_dataset: Callable[[], "tf.data.Dataset"],
+               state_dir: str, start: int, trim_multiple: int = 0):
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    self._tf = tf
+    self._dir = state_dir
+    self._trim = trim_multiple
+    self._saving = True
+    self.restored = False
+    self._iterator = None
+    saved = os.path.join(state_dir, str(start), "data")
+    if start and tf.io.gfile.exists(saved + ".index"):
+      iterator = iter(make_dataset())
+      try:
+        tf.train.Checkpoint(iterator=iterator).read(saved).assert_consumed()
+        self._iterator, self.restored = iterator, True
+      except (tf.errors.OpError, AssertionError, ValueError) as e:
+        logging.warning("%s: data position not restored (%s); skipping "
+                        "%d batches instead", saved, e, start)
+    if self._iterator is None:
+      self._iterator = iter(make_dataset().skip(start))
+
+  def __iter__(self) -> "ResumableBatches":
+    return self
+
+  def __next__(self) -> Batch:
+    batch = {k: v.numpy() for k, v in next(self._iterator).items()
+             if k in FEATURES}
+    batch = {k: batch[k] for k in FEATURES}
+    return trim_batch(batch, self._trim) if self._trim else batch
+
+  def save(self, step: int, keep: Iterable[int] = ()) -> None:
+    """Saves the position after `step` steps as `state_dir/<step>`
+    (complete or absent: written aside, then renamed); removes the saved
+    positions of steps not in `keep` (the model's checkpoints)."""
+    if not self._saving:
+      return
+    tf = self._tf
+    final = os.path.join(self._dir, str(step))
+    aside = os.path.join(self._dir, f".{step}.tmp")
+    try:
+      shutil.rmtree(aside, ignore_errors=True)
+      tf.train.Checkpoint(iterator=self._iterator).write(
+          os.path.join(aside, "data"))
+    except (tf.errors.OpError, ValueError, TypeError) as e:
+      # e.g. a custom preprocessor in Python: resuming then skips.
+      logging.warning("data position not saved (%s); a resumed run "
+                      "skips its batches instead", e)
+      self._saving = False
+      shutil.rmtree(aside, ignore_errors=True)
+      return
+    shutil.rmtree(final, ignore_errors=True)
+    os.replace(aside, final)
+    keep = {int(k) for k in keep} | {step}
+    for name in os.listdir(self._dir):
+      if name.isdigit() and int(name) not in keep:
+        shutil.rmtree(os.path.join(self._dir, name), ignore_errors=True)
 
 
 def trim_batch(batch: Batch, multiple: int) -> Batch:

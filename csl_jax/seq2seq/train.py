@@ -44,6 +44,7 @@ from csl_jax.stop_request import StopRequest
 from csl_jax.summaries import TensorBoardWriter
 
 CONFIG_FILE = "config.json"
+DATA_STATE_DIR = "data_state"  # the data position at each checkpoint
 
 
 def make_mesh():
@@ -408,12 +409,13 @@ def train(out_dir: str, task: str,
   def batches(start):
     if config.curriculum != "none":
       return _curriculum_batches(task, feature_lengths, config, start)
-    # Skipping what earlier runs consumed keeps a resumed run's data order.
-    ds = input_pipeline.get_dataset(task, "train", feature_lengths,
-                                    config.batch_size, shuffle=True,
-                                    seed=config.seed, num_epochs=None,
-                                    bucket_width=config.bucket_width)
-    return input_pipeline.numpy_batches(ds.skip(start), config.bucket_width)
+    # A resumed run continues the data order where its checkpoint was.
+    return input_pipeline.ResumableBatches(
+        lambda: input_pipeline.get_dataset(
+            task, "train", feature_lengths, config.batch_size, shuffle=True,
+            seed=config.seed, num_epochs=None,
+            bucket_width=config.bucket_width),
+        os.path.join(out_dir, DATA_STATE_DIR), start, config.bucket_width)
 
   def evaluate(state, data_sharding):
     return evaluate_loss(state, task, config.eval_split, feature_lengths,
@@ -460,7 +462,8 @@ def fit(out_dir: str, model_config, config: TrainConfig,
   """The training loop of `train`, on any data: `batches(start)` yields
   the batches of steps start, start + 1, ... (numpy features; the same
   ones for a given start whenever called, so a resumed run keeps its
-  data order); `key` (`run_key`'s parts) identifies the run. `evaluate`
+  data order; an iterator with a `save(step, keep)` method is told of each
+  checkpoint, `input_pipeline.ResumableBatches`); `key` (`run_key`'s parts) identifies the run. `evaluate`
   (state, sharding) -> losses on a held-out split at each checkpoint;
   `track(params, step)` every `config.track_train_every` steps; `select`
   scores each checkpoint once it is saved and keeps the best; `desc`
@@ -498,9 +501,16 @@ def fit(out_dir: str, model_config, config: TrainConfig,
     if select.resume(start) and _scheduled(start, config):
       select(state.params, start)
   batches = batches(start)
+  # Batches that can save their position beside each checkpoint.
+  save_position = getattr(batches, "save", None)
   rates = learning_rates(config)
   summaries = TensorBoardWriter(os.path.join(out_dir, "tensorboard"))
   metrics: Dict[str, Any] = {"start_step": start}
+  if start:
+    # Where the resumed data order came from (BENCHMARKS "Resuming
+    # restores the data position").
+    metrics["data_position"] = ("restored" if getattr(
+        batches, "restored", False) else "skipped")
   history, waiting, shapes = [], [], set()
   compile_seconds, eval_seconds, timed_steps = 0.0, 0.0, 0
   wall_start = time.time()
@@ -548,6 +558,8 @@ def fit(out_dir: str, model_config, config: TrainConfig,
       scheduled = _scheduled(done, config)
       if scheduled or stop.requested:
         manager.save(done, args=ocp.args.StandardSave(_pytree(state)))
+        if save_position:
+          save_position(done, manager.all_steps())
       if scheduled:
         if select:
           manager.wait_until_finished()  # scored only once it is on disk
