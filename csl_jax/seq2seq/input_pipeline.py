@@ -127,9 +127,8 @@ class ResumableBatches:
     return self
 
   def __next__(self) -> Batch:
-    batch = {k: v.numpy() for k, v in next(self._iterator).items()
-             if k in FEATURES}
-    batch = {k: batch[k] for k in FEATURES}
+    element = next(self._iterator)
+    batch = {k: element[k].numpy() for k in FEATURES}
     return trim_batch(batch, self._trim) if self._trim else batch
 
   def save(self, step: int, keep: Iterable[int] = ()) -> None:
