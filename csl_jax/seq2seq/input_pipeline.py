@@ -127,9 +127,7 @@ class ResumableBatches:
     return self
 
   def __next__(self) -> Batch:
-    element = next(self._iterator)
-    batch = {k: element[k].numpy() for k in FEATURES}
-    return trim_batch(batch, self._trim) if self._trim else batch
+    return model_batch(next(self._iterator), self._trim)
 
   def save(self, step: int, keep: Iterable[int] = ()) -> None:
     """Saves the position after `step` steps as `state_dir/<step>`
@@ -183,9 +181,15 @@ def pad_batch(batch: Batch, multiple: int) -> Batch:
           for k, v in batch.items()}
 
 
+def model_batch(element, trim_multiple: int = 0) -> Batch:
+  """A dataset element's model features as numpy (the others are not
+  converted); with `trim_multiple`, `trim_batch`ed."""
+  batch = {k: element[k].numpy() for k in FEATURES}
+  return trim_batch(batch, trim_multiple) if trim_multiple else batch
+
+
 def numpy_batches(ds: "tf.data.Dataset", trim_multiple: int = 0
                   ) -> Iterator[Batch]:
-  """The model's features as numpy; with `trim_multiple`, `trim_batch`ed."""
-  for batch in ds.as_numpy_iterator():
-    batch = {k: batch[k] for k in FEATURES}
-    yield trim_batch(batch, trim_multiple) if trim_multiple else batch
+  """`model_batch` of each element of `ds`."""
+  for element in ds:
+    yield model_batch(element, trim_multiple)
