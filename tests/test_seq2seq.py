@@ -426,7 +426,8 @@ def test_data_position_restored_or_skipped_gives_the_same_batches(
   """Saved after 5 batches of a reshuffling, repeated dataset (50 rows in
   batches of 32: the second epoch has begun): restored, skipped where it
   is missing, and skipped where it cannot be read (after a failed restore,
-  on a fresh dataset: a second iterator of one would reshuffle)."""
+  on a fresh dataset: a second iterator of one would reshuffle); a
+  position saved after skipping restores."""
   lengths = {"inputs": TINY.max_input_len, "targets": TINY.max_target_len}
 
   def make():
@@ -457,6 +458,15 @@ def test_data_position_restored_or_skipped_gives_the_same_batches(
         np.testing.assert_array_equal(a[k], b[k], err_msg=k)
   batches.save(7, keep=[7])  # 5 is no kept checkpoint's any more
   assert os.listdir(states) == ["7"]
+  # A position saved by a run that had to skip restores in the next one.
+  skipped = input_pipeline.ResumableBatches(make, str(tmp_path / "s"), 5)
+  assert not skipped.restored
+  next(skipped)
+  skipped.save(6)
+  again = input_pipeline.ResumableBatches(make, str(tmp_path / "s"), 6)
+  assert again.restored
+  for k in input_pipeline.FEATURES:
+    np.testing.assert_array_equal(next(again)[k], want[1][k], err_msg=k)
 
 
 def test_a_run_trained_without_the_dev_set_is_not_selected_on_it(

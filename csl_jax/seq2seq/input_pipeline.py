@@ -95,8 +95,8 @@ class ResumableBatches:
   whose position can be saved beside the model's checkpoints: a resumed
   run restores the iterator (tf.data's checkpoint: its shuffle buffer,
   seeds and file offsets) instead of producing and dropping every batch
-  before `start` (`ds.skip`, the fallback where no saved position can be
-  read; both give the same batches). BENCHMARKS "Resuming restores the
+  before `start` (the fallback where no saved position can be read; both
+  give the same batches). BENCHMARKS "Resuming restores the
   data position".
 
   `make_dataset` builds the dataset: each build is iterated once, since a
@@ -121,7 +121,11 @@ class ResumableBatches:
         logging.warning("%s: data position not restored (%s); skipping "
                         "%d batches instead", saved, e, start)
     if self._iterator is None:
-      self._iterator = iter(make_dataset().skip(start))
+      # Advanced by hand, not `ds.skip`: the positions it saves later must
+      # restore into the plain dataset a later resume builds.
+      self._iterator = iter(make_dataset())
+      for _ in range(start):
+        next(self._iterator)
 
   def __iter__(self) -> "ResumableBatches":
     return self
