@@ -5,8 +5,10 @@
 #     [--seconds 540] [--wheels .whl] [--stage_in /tmp/bundles]
 #     [--only 'GLOB'] [--dry_run]
 # then, beside the experiment: tar xzf back.tgz -C B, and the experiment's
-# command again. --seconds stops the lanes that long after the script
-# started, in time to pack what finished (a later call resumes the rest).
+# command again. --seconds stops the lanes before that long after the script
+# started, in time to pack what finished (a later call resumes the rest);
+# the pack is also rewritten as each cell finishes, so a call killed from
+# outside still brings back the cells done by then.
 # Several --bundle (the same cells exported with other settings, e.g.
 # bucket widths) with --bench_cell CELL: each is timed on CELL for
 # --bench_steps steps with the lanes (benchmarks/bench_bundle_throughput.py)
@@ -84,7 +86,9 @@ done
 
 cd "$REPO_ROOT"
 if [[ -n "$WHEELS" ]]; then
-  run pip install --quiet --no-deps --target /tmp/site "$WHEELS"/*.whl
+  # A warm machine keeps /tmp/site: a failed install need not end the call.
+  run pip install --quiet --no-deps --target /tmp/site "$WHEELS"/*.whl ||
+    [[ -d /tmp/site/gin ]] || die "--wheels: installing $WHEELS/*.whl failed"
   export PYTHONPATH="/tmp/site${PYTHONPATH:+:$PYTHONPATH}"
 fi
 export PYTHONPATH="$REPO_ROOT${PYTHONPATH:+:$PYTHONPATH}"
@@ -94,7 +98,9 @@ export PYTHONPATH="$REPO_ROOT${PYTHONPATH:+:$PYTHONPATH}"
 # H100, session 28"). Without MPS the lanes take turns on the GPU.
 mps_quit() {
   echo "+ echo quit | nvidia-cuda-mps-control"
-  if (( ! DRY_RUN )); then echo quit | nvidia-cuda-mps-control 2> /dev/null || true; fi
+  # Bounded: quitting waits for the daemon's clients, and a lane hung on
+  # the GPU must not keep the call from returning.
+  if (( ! DRY_RUN )); then echo quit | timeout 5 nvidia-cuda-mps-control 2> /dev/null || true; fi
 }
 MPS=0
 if (( LANES > 1 )) && { (( DRY_RUN )) || command -v nvidia-cuda-mps-control > /dev/null; }; then
@@ -149,20 +155,22 @@ elif [[ -n "$BENCH_CELL" ]]; then
   fi
 fi
 RUN_BUNDLE=(python3 -m csl_jax.cli.main run-bundle "$BUNDLE" --lanes "$LANES"
-            ${STAGE[@]+"${STAGE[@]}"})
+            --pack "$PACK" ${STAGE[@]+"${STAGE[@]}"})
 if [[ -n "$ONLY" ]]; then RUN_BUNDLE+=(--only "$ONLY"); fi
 if (( SECONDS_LIMIT > 0 )); then
   # What the wheels and the timing took comes off the limit (bash's SECONDS:
-  # since the script started).
-  LEFT=$(( DRY_RUN ? SECONDS_LIMIT : SECONDS_LIMIT - SECONDS ))
+  # since the script started). SIGTERM comes 15 s early and SIGKILL 25 s
+  # after it: a lane signalled inside a compile or a dev scoring handles
+  # the signal (checkpoints its step) only when that returns.
+  LEFT=$(( (DRY_RUN ? SECONDS_LIMIT : SECONDS_LIMIT - SECONDS) - 15 ))
   # timeout signals the command's whole process group: its lanes too.
   if (( LEFT > 0 )); then
-    run timeout --kill-after=10 "$LEFT" "${RUN_BUNDLE[@]}" || true
+    run timeout --kill-after=25 "$LEFT" "${RUN_BUNDLE[@]}" || true
   fi
 else
   run "${RUN_BUNDLE[@]}" || true
 fi
-if [[ -n "$MONITOR" ]]; then kill "$MONITOR" 2> /dev/null || true; fi
-if (( MPS )); then mps_quit; fi
 run python3 -m csl_jax.cli.main run-bundle "$BUNDLE" --pack "$PACK" --pack_only \
   ${STAGE[@]+"${STAGE[@]}"}
+if [[ -n "$MONITOR" ]]; then kill "$MONITOR" 2> /dev/null || true; fi
+if (( MPS )); then mps_quit; fi

@@ -315,6 +315,15 @@ def test_bundle_cells_train_without_tensorflow_and_score_here(
   assert 1.0 < records[1]["perplexity_by_part"]["test"] < 2 * 259
   # Outputs of an export with another key are never imported.
   assert bundle.outputs(box, "toy/original/seed_1", "another") is None
+  # Exported again with another key: pending, the accelerator's outputs
+  # kept aside under the old key, not deleted.
+  with open(os.path.join(cell, bundle.CELL_FILE)) as f:
+    old_key = json.load(f)["stage_key"]
+  assert runner.experiment(out, **dict(kw, beam_size=1))["pending"] == [
+      "toy/original/seed_0", "toy/original/seed_1"]
+  aside = os.path.join(cell, bundle.SUPERSEDED_DIR, old_key)
+  assert sorted(os.listdir(aside)) == [bundle.OUTPUTS_FILE,
+                                       bundle.PREDICTIONS_FILE]
 
 
 def test_bundle_pretrain_finetune_cell_trains_twice_there(
@@ -601,3 +610,49 @@ def test_a_failed_lane_is_started_again_for_its_own_cells(tmp_path,
     bundle.run_bundle(str(box), lanes=2)
   assert started == [(0, ["s/d/seed_1"]), (1, ["s/d/seed_3"])]
   assert bundle.pending_cells(str(box)) == ["s/d/seed_1"]
+  # A single pending cell runs in a lane too (it opens the device there,
+  # and is started again if that fails).
+  started.clear()
+  codes.update({0: [1, 0]})
+  bundle.run_bundle(str(box), lanes=2)
+  assert started == [(0, ["s/d/seed_1"])] * 2
+  assert bundle.pending_cells(str(box)) == []
+  with pytest.raises(InputError, match="matches no cell"):
+    bundle.run_bundle(str(box), lanes=2, only="*/seed_9")
+
+
+def test_the_pack_is_written_as_lanes_finish_cells(tmp_path, monkeypatch):
+  """While lane 1 still runs, the pack already holds lane 0's cell: a call
+  killed from outside brings back what finished."""
+  import tarfile  # pylint: disable=g-import-not-at-top
+  box, pack = tmp_path / "bundle", str(tmp_path / "back.tgz")
+  for i in range(2):
+    (box / "cells" / f"s/d/seed_{i}").mkdir(parents=True)
+    (box / "cells" / f"s/d/seed_{i}" / "cell.json").write_text("{}")
+  seen_while_running, polls = [], []
+
+  class FakeLane:
+
+    def __init__(self, argv, env):
+      del env
+      self.cell = argv[argv.index("--cell") + 1]
+      if self.cell.endswith("seed_0"):
+        (box / "cells" / self.cell / "outputs.json").write_text("{}")
+
+    def poll(self):
+      if self.cell.endswith("seed_0"):
+        return 0
+      polls.append(1)
+      if not os.path.exists(pack) and len(polls) < 100:  # fails, not hangs
+        return None
+      if not os.path.exists(pack):
+        return 0
+      with tarfile.open(pack) as tar:
+        seen_while_running.append(tar.getnames())
+      (box / "cells" / self.cell / "outputs.json").write_text("{}")
+      return 0
+
+  monkeypatch.setattr(bundle.subprocess, "Popen", FakeLane)
+  monkeypatch.setattr(bundle, "PACK_CHECK_SECONDS", 0.0)
+  bundle.run_bundle(str(box), lanes=2, pack=pack)
+  assert seen_while_running == [["cells/s/d/seed_0/outputs.json"]]

@@ -188,22 +188,24 @@ def test_gpu_bundle_runs_lanes_in_time_then_packs():
   assert commands[0][:5] == ["pip", "install", "--quiet", "--no-deps",
                              "--target"]
   # An earlier call's MPS daemon is stopped before one is started, and
-  # this call's after the lanes; the lanes must find the GPU.
+  # this call's after the pack; the lanes must find the GPU.
   quit_mps = ["echo", "quit", "|", "nvidia-cuda-mps-control"]
   assert commands[1:4] == [quit_mps, ["nvidia-cuda-mps-control", "-d"],
                            ["export", "JAX_PLATFORMS=cuda"]]
   assert ["nvidia-smi", "dmon", "-s", "puc", "-d", "30", "&"] in commands
   assert any(c[:2] == ["nvidia-smi", "--format=csv"] for c in commands)
-  assert commands[-3] == ["timeout", "--kill-after=10", "540", "python3",
+  # SIGTERM 15 s before the limit, SIGKILL 25 s after it; the pack is
+  # written as cells finish and once more after the lanes.
+  assert commands[-3] == ["timeout", "--kill-after=25", "525", "python3",
                           "-m", "csl_jax.cli.main", "run-bundle", "B",
-                          "--lanes", "10"]
-  assert commands[-2] == quit_mps
-  assert commands[-1] == ["python3", "-m", "csl_jax.cli.main", "run-bundle",
+                          "--lanes", "10", "--pack", "/o/back.tgz"]
+  assert commands[-2] == ["python3", "-m", "csl_jax.cli.main", "run-bundle",
                           "B", "--pack", "/o/back.tgz", "--pack_only"]
+  assert commands[-1] == quit_mps
   one = _commands(run("gpu_bundle.sh", "--bundle", "B", "--pack", "p",
                       "--dry_run"))
   assert one[-2:] == [["python3", "-m", "csl_jax.cli.main", "run-bundle", "B",
-                  "--lanes", "1"],
+                  "--lanes", "1", "--pack", "p"],
                  ["python3", "-m", "csl_jax.cli.main", "run-bundle", "B",
                   "--pack", "p", "--pack_only"]]
   for bad, message in ((["--pack", "p"], "--bundle is required"),
@@ -227,7 +229,8 @@ def test_gpu_bundle_times_several_bundles_then_runs_the_fastest():
                          "--lanes", "10", "--steps", "300"]
   assert bench[15] == "--best_to"
   # A dry run cannot time them: the first bundle is shown.
-  assert commands[-2][-4:] == ["run-bundle", "B80", "--lanes", "10"]
+  assert commands[-2][-6:] == ["run-bundle", "B80", "--lanes", "10",
+                               "--pack", "p"]
   for bad, message in (
       (["--bundle", "A", "--bundle", "B"], "--bench_cell"),
       (["--bundle", "A", "--bench_cell", "c"], "two or more --bundle"),
@@ -245,8 +248,8 @@ def test_gpu_bundle_stage_in_runs_a_kept_copy_and_keeps_the_choice(
           stage, "--dry_run"]
   commands = _steps(run("gpu_bundle.sh", *args))
   assert commands[-3][4] == "benchmarks/bench_bundle_throughput.py"
-  assert commands[-2][-6:] == ["run-bundle", "B80", "--lanes", "10",
-                               "--stage_in", stage]
+  assert commands[-2][-8:] == ["run-bundle", "B80", "--lanes", "10",
+                               "--pack", "p", "--stage_in", stage]
   assert commands[-1][-6:] == ["B80", "--pack", "p", "--pack_only",
                                "--stage_in", stage]
   # A second call (the same command) runs the bundle the first one chose,
@@ -257,8 +260,8 @@ def test_gpu_bundle_stage_in_runs_a_kept_copy_and_keeps_the_choice(
   commands = _steps(run("gpu_bundle.sh", *args))
   assert not any("benchmarks/bench_bundle_throughput.py" in c
                  for c in commands)
-  assert commands[-2][-6:] == ["run-bundle", "B16", "--lanes", "10",
-                               "--stage_in", stage]
+  assert commands[-2][-8:] == ["run-bundle", "B16", "--lanes", "10",
+                               "--pack", "p", "--stage_in", stage]
   with open(os.path.join(stage, "chosen_bundle"), "w") as f:
     f.write("B32\n")
   commands = _steps(run("gpu_bundle.sh", *args))
@@ -266,7 +269,8 @@ def test_gpu_bundle_stage_in_runs_a_kept_copy_and_keeps_the_choice(
   # --only: the lanes run the matching cells; the pack takes all finished.
   commands = _steps(run("gpu_bundle.sh", "--bundle", "B", "--pack", "p",
                            "--only", "*/primaug_20/*", "--dry_run"))
-  assert commands[-2][-4:] == ["--lanes", "1", "--only", "*/primaug_20/*"]
+  assert commands[-2][-6:] == ["--lanes", "1", "--pack", "p", "--only",
+                               "*/primaug_20/*"]
   assert "--only" not in commands[-1]
 
 

@@ -20,9 +20,10 @@ def add_parser(subparsers) -> None:
                  help="cells trained at once, one process each, sharing "
                  "the accelerator")
   p.add_argument("--pack", default=None, metavar="FILE",
-                 help="then write FILE, a .tar.gz of the finished cells' "
+                 help="write FILE, a .tar.gz of the finished cells' "
                  "outputs (what the experiment reads back; unpack with "
-                 "`tar xzf FILE -C DIR` beside the experiment)")
+                 "`tar xzf FILE -C DIR` beside the experiment), as cells "
+                 "finish and at the end")
   p.add_argument("--pack_only", action="store_true",
                  help="train nothing: only --pack what is finished (e.g. "
                  "after a run stopped by a time limit)")
@@ -73,7 +74,7 @@ def main(args) -> int:
   if not args.pack_only:
     try:
       result = bundle.run_bundle(args.bundle, max(args.lanes, 1),
-                                 only=args.only)
+                                 only=args.only, pack=args.pack)
       print(f"[run-bundle] {len(result['cells'])} cell(s) run, "
             f"{len(result['left'])} left in {args.bundle}")
       failed = bool(result["left"])

@@ -48,6 +48,7 @@ CELLS_DIR = "cells"
 CELL_FILE = "cell.json"
 OUTPUTS_FILE = "outputs.json"
 PREDICTIONS_FILE = "outputs.npz"
+SUPERSEDED_DIR = "superseded"
 _FETCH_BATCH = 8192  # examples per ragged batch of the export
 
 
@@ -205,8 +206,9 @@ def export_cell(bundle: str, cell: str, stage_key: str, task: str,
   experiment's model selection (`model_selection.dev_rows`), its rows
   exported as arrays: every checkpoint of the (final) training is scored
   on them and the best decodes the parts. An earlier
-  export of another stage key is replaced, outputs and all. `texts`: as
-  `_task_arrays` takes it."""
+  export of another stage key is replaced; its outputs are moved to
+  `superseded/<its key>/` (results an accelerator made are not deleted by
+  a key that changed by mistake). `texts`: as `_task_arrays` takes it."""
   import seqio  # pylint: disable=g-import-not-at-top
   if train_config.curriculum != "none" or train_config.track_train_every:
     raise InputError("experiment.bundle, experiment.trainer 'arrays': "
@@ -216,9 +218,12 @@ def export_cell(bundle: str, cell: str, stage_key: str, task: str,
   spec = _read_json(os.path.join(directory, CELL_FILE))
   if spec and spec.get("stage_key") == stage_key:
     return directory
+  aside = os.path.join(directory, SUPERSEDED_DIR,
+                       str((spec or {}).get("stage_key")))
   for name in (OUTPUTS_FILE, PREDICTIONS_FILE):
     if os.path.exists(os.path.join(directory, name)):
-      os.remove(os.path.join(directory, name))
+      os.makedirs(aside, exist_ok=True)
+      os.replace(os.path.join(directory, name), os.path.join(aside, name))
   old_dev = (spec or {}).get("dev"), (spec or {}).get(
       "train", {}).get("checkpoint_every")
   from csl_jax.seq2seq import train as train_lib  # pylint: disable=g-import-not-at-top
@@ -454,6 +459,7 @@ def lane_environment(lanes: int, environ: Mapping[str, str]
 # "Z5 on an H100, session 28"), and a second try costs seconds.
 LANE_RETRIES = 2
 RETRY_PAUSE_SECONDS = 5.0
+PACK_CHECK_SECONDS = 5.0
 
 
 class LanesFailed(RuntimeError):
@@ -479,10 +485,12 @@ def _open_device(lane: int) -> None:
 
 
 def _run_lanes(bundle: str, lanes: int, only: Optional[str],
-               assignment: List[List[str]]) -> List[int]:
+               assignment: List[List[str]], pack: Optional[str] = None
+               ) -> List[int]:
   """Runs lane i on `assignment[i]`, each in its own process; starts a
-  failed lane again while it has retries and pending cells. Returns the
-  lanes that failed for good. A time limit's SIGTERM reaches the lanes too
+  failed lane again while it has retries and pending cells; with `pack`,
+  rewrites that pack whenever cells have finished. Returns the lanes that
+  failed for good. A time limit's SIGTERM reaches the lanes too
   (one process group): they checkpoint and exit, and this process waits
   for them, so what runs next (e.g. --pack_only) sees their checkpoints
   complete."""
@@ -495,11 +503,17 @@ def _run_lanes(bundle: str, lanes: int, only: Optional[str],
         + ([] if only is None else ["--only", only])
         + [a for c in assignment[i] for a in ("--cell", c)], env=env)
 
+  left, checked = len(pending_cells(bundle)), time.time()
   running = {i: start(i) for i in range(len(assignment))}
   retries = {i: LANE_RETRIES for i in running}
   failed = []
   with StopRequest() as stop:
     while running:
+      if pack and time.time() - checked > PACK_CHECK_SECONDS:
+        checked = time.time()
+        if len(pending_cells(bundle)) < left:
+          left = len(pending_cells(bundle))
+          pack_outputs(bundle, pack)
       for i, proc in list(running.items()):
         code = proc.poll()
         if code is None:
@@ -530,16 +544,23 @@ def _run_lanes(bundle: str, lanes: int, only: Optional[str],
 
 def run_bundle(bundle: str, lanes: int = 1, lane: Optional[int] = None,
                progress: bool = True, only: Optional[str] = None,
-               assigned: Optional[Sequence[str]] = None) -> Dict[str, Any]:
+               assigned: Optional[Sequence[str]] = None,
+               pack: Optional[str] = None) -> Dict[str, Any]:
   """Every pending cell of `bundle` (those matching the glob `only`, e.g.
   "*/primaug_20/*", if given). With `lanes` > 1, that many processes
   share the accelerator (small models leave most of it idle), lane i
   taking pending cells i, i + lanes, ... (named to it as `assigned`, so a
   lane started again takes the same ones); each gets 1/lanes of its
   memory. A lane that fails is started again, LANE_RETRIES times at most,
-  for its cells still pending."""
+  for its cells still pending. With `pack`, the pack (`pack_outputs`) is
+  rewritten as cells finish: a run killed from outside leaves the cells
+  done by then packed."""
   if not os.path.isdir(os.path.join(bundle, CELLS_DIR)):
     raise InputError("not a bundle (no cells/)", bundle)
+  if only is not None and not any(fnmatch.fnmatchcase(c, only)
+                                  for c in _cells(bundle)):
+    raise InputError(f"--only {only!r} matches no cell, pending or "
+                     "finished", bundle)
 
   def chosen():
     return [c for c in pending_cells(bundle)
@@ -551,9 +572,11 @@ def run_bundle(bundle: str, lanes: int = 1, lane: Optional[int] = None,
              else [c for c in assigned if c in cells])
     if cells:
       _open_device(lane)
-  elif lanes > 1 and len(cells) > 1:
+  elif lanes > 1 and cells:
+    # A single cell too: in a lane it opens the device, says so and is
+    # started again if that fails.
     assignment = [cells[i::lanes] for i in range(min(lanes, len(cells)))]
-    failed = _run_lanes(bundle, lanes, only, assignment)
+    failed = _run_lanes(bundle, lanes, only, assignment, pack)
     if failed:
       raise LanesFailed(f"{len(failed)} lane(s) failed (their errors are "
                         "above); the same command resumes")
@@ -564,6 +587,8 @@ def run_bundle(bundle: str, lanes: int = 1, lane: Optional[int] = None,
       print(f"[run-bundle] lane {lane}: {cell} ({i}/{len(cells)})",
             flush=True)
     done = run_cell(bundle, cell, progress=progress)
+    if pack:
+      pack_outputs(bundle, pack)
     print(f"[run-bundle] {cell} ({i}/{len(cells)}"
           f"{'' if lane is None else f', lane {lane}'}): "
           f"{time.time() - tick:.0f} s, train "
