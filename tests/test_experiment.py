@@ -27,6 +27,7 @@ from csl_jax.experiments import runner
 from csl_jax.methods import base as method_base
 from csl_jax.seq2seq import train as train_lib
 from csl_jax.testing import files
+from tasks import registry
 # pylint: enable=g-import-not-at-top
 
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -206,12 +207,25 @@ def test_score_by_length_and_category():
   assert s["by_length"] == {"1": [1, 0], "2": [2, 2], "3": [1, 0]}
   assert s["by_category"] == {"cp_recursion": [2, 1],
                               "pp_recursion": [2, 1]}
-  records = [{"data": "csl", "by_category": {"gen": s["by_category"]}},
-             {"data": "csl", "by_category": {"gen": {
-                 "cp_recursion": [2, 2], "pp_recursion": [2, 0]}}}]
+  def record(split, by_category, parts=("gen",)):
+    return {"data": "csl", "split": split, "by_category": by_category,
+            "accuracy_by_part": {p: 0.0 for p in parts}}
+  records = [record("s", {"gen": s["by_category"]}),
+             record("s", {"gen": {"cp_recursion": [2, 2],
+                                  "pp_recursion": [2, 0]}})]
   table = results.category_table(records)
-  assert table["csl"]["cp_recursion"]["mean"] == 75.0
+  assert table["csl"]["cp_recursion"] == {"mean": 75.0, "std": math.sqrt(
+      2 * 25.0 ** 2), "n": 2}
   assert table["csl"]["pp_recursion"]["mean"] == 25.0
+  # Another split's (or part's) categories are its own, not more seeds.
+  records.append(record("t", {"gen": {"cp_recursion": [1, 0]}}))
+  records.append(record("s", {"gen": {"cp_recursion": [1, 1]},
+                              "test": {"cp_recursion": [1, 0]}},
+                        parts=("gen", "test")))
+  table = results.category_table(records)
+  assert {c: v["n"] for c, v in table["csl"].items()} == {
+      "s: cp_recursion": 2, "s: pp_recursion": 2, "t: cp_recursion": 1,
+      "s/gen: cp_recursion": 1, "s/test: cp_recursion": 1}
   with pytest.raises(InputError, match="align"):
     results.score(rows, cats[:3])
 
@@ -241,7 +255,7 @@ def test_seen_and_unseen_outputs_by_hand(tmp_path):
             "accuracy": 0.0, "num_examples": 5, "by_length": {}}},
                                             "train": {}, "train_seconds": 0,
                                             "decode_seconds": 0}, 1, 1, "d",
-        counts)
+        ["test"], counts)
     records.append(record)
   assert records[0]["accuracy_seen_by_part"] == {"test": 100 / 3}
   assert records[1]["accuracy_unseen_by_part"] == {"test": 0.0}
@@ -257,11 +271,28 @@ def test_seen_and_unseen_outputs_by_hand(tmp_path):
           "accuracy": 50.0, "num_examples": 2, "by_length": {}}},
                                         "train": {}, "train_seconds": 0,
                                         "decode_seconds": 0}, 1, 0, "d",
-      {"test": {"seen": [0, 0], "unseen": [2, 1]}})
+      ["test"], {"test": {"seen": [0, 0], "unseen": [2, 1]}})
   assert none["accuracy_seen_by_part"] == {"test": None}
   assert results.seen_table([none])["original"]["toy seen"]["n"] == 0
   assert "| original | – | 50.00 ± 0.00 (1) | 0.00 ± 0.00 (1) |" in \
       results.markdown_table(results.seen_table([none]), ["original"])
+
+
+def test_the_first_eval_part_is_the_tables_cached_or_not():
+  """A cached cell's summary.json holds its parts sorted (gen before
+  test); its record still leads with the first of experiment.eval_parts,
+  and the length curve reads the record's part."""
+  def part(accuracy, length):
+    return {"accuracy": accuracy, "num_examples": 10,
+            "by_length": {str(length): [10, accuracy // 10]}}
+  summary = {"parts": {"gen": part(10.0, 5), "test": part(40.0, 3)},
+             "train": {}, "train_seconds": 0, "decode_seconds": 0}
+  record = runner._record(  # pylint: disable=protected-access
+      grid.Cell("s", "original", 0), summary, 1, 0, "d", ["test", "gen"])
+  assert (record["eval_part"], record["accuracy"]) == ("test", 40.0)
+  assert list(record["accuracy_by_part"]) == ["test", "gen"]
+  record["by_length"] = dict(sorted(record["by_length"].items()))
+  assert results.length_curve([record], "s") == {"original": {3: 40.0}}
 
 
 def test_load_categories(tmp_path):
@@ -288,6 +319,9 @@ def test_experiment_writes_results_and_resumes_after_kill(
   out = str(tmp_path / "exp")
   calls = []
   real_train = train_lib.train
+  # A T5 prompt in the environment is not the cells' (they score against
+  # the TSVs' own inputs).
+  monkeypatch.setenv(registry.ENV_INPUT_PREFIX, "semanticparse: ")
 
   def killed_at_second(*args, **kw):
     calls.append(args[1])
@@ -454,6 +488,7 @@ def test_gooddev_selects_on_a_tenth_of_test_and_scores_the_rest(
         "part": "test", "fraction": 0.1, "seed": 3, "every": 1}
   md = open(summary["markdown"], encoding="utf-8").read()
   assert "checkpoint: the best dev exact match at a checkpoint, GOODDEV" in md
+  assert "; of the whole part, GOODDEV's dev rows included" in md
   assert f"| {r['selected_step']} (dev " in md
   # Seen / unseen count the 9 scored rows only.
   assert sum(n for n, _ in r["by_seen"]["test"].values()) == 9

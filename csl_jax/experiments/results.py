@@ -103,6 +103,13 @@ def cell_text(stats: Mapping[str, float]) -> str:
   return f"{stats['mean']:.2f} ± {stats['std']:.2f} ({stats['n']})"
 
 
+def _column(record: Mapping[str, Any], part: str) -> str:
+  """A table's column: the split, with the part (`split/part`) where the
+  record has several."""
+  return record["split"] if len(record["accuracy_by_part"]) == 1 else \
+      f"{record['split']}/{part}"
+
+
 def _values(records: Iterable[Mapping[str, Any]], field: str
             ) -> Dict[str, Dict[str, List[float]]]:
   """{data: {column: per-seed values of `field`}} (see `aggregate`)."""
@@ -111,8 +118,7 @@ def _values(records: Iterable[Mapping[str, Any]], field: str
   for r in records:
     by_part = r.get(f"{field}_by_part")
     for part in r["accuracy_by_part"]:
-      column = r["split"] if len(r["accuracy_by_part"]) == 1 else \
-          f"{r['split']}/{part}"
+      column = _column(r, part)
       value = by_part.get(part) if by_part is not None else r.get(field)
       if value is not None:
         values[r["data"]][column].append(value)
@@ -198,14 +204,20 @@ def seen_table(records: Sequence[Mapping[str, Any]]
 def category_table(records: Iterable[Mapping[str, Any]]
                    ) -> Dict[str, Dict[str, Dict[str, float]]]:
   """{data: {category: mean_std of the per-seed accuracy}}, over every
-  record with categories (COGS gen)."""
+  record with categories (COGS gen); where several splits or parts have
+  categories, each is its own (`<column>: <category>`, columns as
+  `aggregate`'s), never one mean over them."""
+  records = list(records)
   values: Dict[str, Dict[str, List[float]]] = collections.defaultdict(
       lambda: collections.defaultdict(list))
+  columns = {_column(r, part) for r in records
+             for part in r.get("by_category") or {}}
   for r in records:
     for part, cats in (r.get("by_category") or {}).items():
-      del part
+      prefix = f"{_column(r, part)}: " if len(columns) > 1 else ""
       for cat, (n, ok) in cats.items():
-        values[r["data"]][cat].append(100.0 * ok / n if n else float("nan"))
+        values[r["data"]][prefix + cat].append(
+            100.0 * ok / n if n else float("nan"))
   return {d: {c: mean_std(v) for c, v in cols.items()}
           for d, cols in values.items()}
 
@@ -219,7 +231,7 @@ def length_curve(records: Iterable[Mapping[str, Any]], split: str
   for r in records:
     if r["split"] != split:
       continue
-    part = next(iter(r["by_length"]))
+    part = r.get("eval_part") or next(iter(r["by_length"]))
     for length, (n, ok) in r["by_length"][part].items():
       pooled[r["data"]][int(length)][0] += n
       pooled[r["data"]][int(length)][1] += ok
@@ -338,7 +350,11 @@ def write_tables(out_dir: str, records: Sequence[Mapping[str, Any]],
   ppl = aggregate(records, "perplexity")
   if ppl:
     head = ("Per-token perplexity of the gold outputs, teacher forced (Yao "
-            "& Koller's Table 6), mean ± std over seeds")
+            "& Koller's Table 6), mean ± std over seeds"
+            # Unlike the exact match above: the bundle's cells compute it
+            # on the accelerator over the whole part.
+            + ("; of the whole part, GOODDEV's dev rows included"
+               if "GOODDEV" in (meta.get("checkpoint") or "") else ""))
     md += [f"\n## {head}\n", markdown_table(ppl, rows)]
     body += [f"<h2>{html.escape(head)}</h2>", html_table(ppl, rows)]
   for label, path in plots.items():

@@ -382,11 +382,13 @@ def _seen_by_part(cell_dir: str, eval_parts: Sequence[str],
 
 def _record(cell: grid_lib.Cell, summary: Mapping[str, Any],
             num_original: int, num_synthetic: int, cell_dir: str,
+            eval_parts: Sequence[str],
             seen: Optional[Mapping[str, Mapping[str, List[int]]]] = None
             ) -> Dict[str, Any]:
-  """One line of results.jsonl."""
-  parts = summary["parts"]
-  first = next(iter(parts))
+  """One line of results.jsonl; its parts in `eval_parts` order, the first
+  the table's (a cached summary.json holds them sorted)."""
+  parts = {p: summary["parts"][p] for p in eval_parts}
+  first = eval_parts[0]
   record = {
       "split": cell.split, "data": cell.data, "seed": cell.seed,
       "regime": summary.get("regime"),
@@ -734,8 +736,10 @@ def experiment(out_dir: str,
                  "synthetic_rate": {cell.data: float(_count_lines(
                      found.get(cell.data)))}}
       try:
+        # No $CSL_JAX_INPUT_PREFIX (a T5 task prompt): cells train from
+        # scratch and score against the TSVs' own inputs.
         tasks.register_run(run_dir, name=task, vocabulary=vocabulary,
-                           **rates)
+                           input_prefix="", **rates)
       except ValueError as e:
         raise InputError(str(e)) from None
       synthetic = None
@@ -777,8 +781,9 @@ def experiment(out_dir: str,
       train_files = [os.path.join(data_part, "train.tsv")] + (
           [synthetic] if synthetic else [])
       record = _record(cell, summary, _count_lines(train_files[0]),
-                       _count_lines(synthetic), cell_dir, _seen_by_part(
-                           cell_dir, eval_parts, train_files, dev_spec))
+                       _count_lines(synthetic), cell_dir, eval_parts,
+                       _seen_by_part(cell_dir, eval_parts, train_files,
+                                     dev_spec))
       _say(f"cell {index}/{len(cells)} {cell.describe()}: "
            f"{record['eval_part']} exact match {record['accuracy']:.2f}% "
            + ("(cached)" if summary.get("cached") else
