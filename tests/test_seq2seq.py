@@ -465,8 +465,9 @@ def test_data_position_restored_or_skipped_gives_the_same_batches(
   skipped.save(6)
   again = input_pipeline.ResumableBatches(make, str(tmp_path / "s"), 6)
   assert again.restored
+  batch = next(again)
   for k in input_pipeline.FEATURES:
-    np.testing.assert_array_equal(next(again)[k], want[1][k], err_msg=k)
+    np.testing.assert_array_equal(batch[k], want[1][k], err_msg=k)
 
 
 def test_a_run_trained_without_the_dev_set_is_not_selected_on_it(
@@ -580,8 +581,33 @@ def test_resume_refuses_another_training_config(trained, reverse_task,
       train.train(run, "t_rev_same_data", TINY, TRAIN, progress=False)
   finally:
     registry.unregister_dataset("t_rev_same_data")
+  # The same files made into other ids: a prefix, or another vocabulary
+  # of the same size (one SentencePiece model for another, here a class).
+  class OtherBytes(seqio.ByteVocabulary):
+    pass
+
+  for kw, field in (({"input_prefix": "rev: "}, "preprocessing"),
+                    ({"vocabulary": OtherBytes()}, "features")):
+    registry.register_dataset("t_rev", reverse_task[1], **{
+        "vocabulary": seqio.ByteVocabulary(), **kw})
+    try:
+      with pytest.raises(InputError, match=f"another training data "
+                         f"\\(changed: t_rev {field}\\)"):
+        train.train(run, reverse_task[0], TINY, TRAIN, progress=False)
+    finally:
+      registry.register_dataset("t_rev", reverse_task[1],
+                                vocabulary=seqio.ByteVocabulary())
   with open(os.path.join(run, "config.json")) as f:
     assert f.read() == record  # Refused runs leave the directory alone.
+  # A run saved before vocabularies and preprocessors were recorded
+  # resumes unchecked on them.
+  old = json.loads(record)
+  for entry in old["data"].values():
+    del entry["features"], entry["preprocessing"]
+  with open(os.path.join(run, "config.json"), "w") as f:
+    json.dump(old, f)
+  assert train.train(run, reverse_task[0], TINY, TRAIN,
+                     progress=False)["start_step"] == TRAIN.num_steps
   # Logging, checkpointing and evaluation do not change the parameters:
   # the finished run is resumed (no step left).
   same = train.train(run, reverse_task[0], TINY, dataclasses.replace(

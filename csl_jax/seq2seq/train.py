@@ -196,10 +196,14 @@ def file_sha256(path: str) -> str:
 
 
 def data_key(task: str) -> Dict[str, Any]:
-  """{task: {"rate", "train"}} for the task or each task of the mixture:
-  "train" lists the sha256 of each file of the train split, in path order
-  (a shard that is not a readable file, e.g. a TFDS one, by its name), so
-  moving the data keeps the key and editing it changes it."""
+  """{task: {"rate", "train", "features", "preprocessing"}} for the task or
+  each task of the mixture: "train" lists the sha256 of each file of the
+  train split, in path order (a shard that is not a readable file, e.g. a
+  TFDS one, by its name), so moving the data keeps the key and editing it
+  changes it; "features" the vocabularies (a SentencePiece model by its
+  bytes' sha256) and "preprocessing" the preprocessors with their settings
+  (e.g. an input prefix): the same files made into other token ids are
+  another run's data."""
   import seqio  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   provider = seqio.get_mixture_or_task(task)
@@ -212,8 +216,60 @@ def data_key(task: str) -> Dict[str, Any]:
     shards = sorted(t.source.list_shards("train"))
     key[t.name] = {"rate": rate, "train": [
         file_sha256(p) if tf.io.gfile.exists(p) and not tf.io.gfile.isdir(p)
-        else p for p in shards]}
+        else p for p in shards],
+                   "features": {name: _vocabulary_key(f.vocabulary)
+                                for name, f in
+                                sorted(t.output_features.items())},
+                   "preprocessing": [_callable_key(p)
+                                     for p in t.preprocessors]}
   return key
+
+
+# Recorded from this version on: runs saved before it resume unchecked on
+# them (`_check_resumable`).
+_DATA_FIELDS_SINCE = ("features", "preprocessing")
+
+
+def _vocabulary_key(vocabulary) -> Dict[str, Any]:
+  key = {"type": type(vocabulary).__name__,
+         "size": int(vocabulary.vocab_size),
+         "extra_ids": int(getattr(vocabulary, "extra_ids", 0) or 0)}
+  model = getattr(vocabulary, "sp_model", None)
+  if model is not None:
+    key["model_sha256"] = hashlib.sha256(model).hexdigest()
+  return key
+
+
+def _callable_key(fn, depth: int = 0) -> Any:
+  """A preprocessor as its name and settings: a partial's arguments and a
+  closure's values (strings, numbers; functions by the same rule), e.g.
+  `prefix_inputs("semanticparse: ")`; other objects by their type."""
+  def value(v):
+    if v is None or isinstance(v, (str, int, float, bool)):
+      return v
+    if callable(v) and depth < 4:
+      return _callable_key(v, depth + 1)
+    return type(v).__name__
+  if isinstance(fn, functools.partial):
+    return {"partial": value(fn.func), "args": [value(a) for a in fn.args],
+            "keywords": {k: value(v) for k, v in sorted(fn.keywords.items())}}
+  name = getattr(fn, "__qualname__", None)
+  if name is None:  # e.g. seqio.CacheDatasetPlaceholder()
+    return type(fn).__name__
+  key = {"name": f"{getattr(fn, '__module__', '')}.{name}"}
+  closure = [c.cell_contents for c in getattr(fn, "__closure__", None) or ()
+             if _filled(c)]
+  if closure:
+    key["closure"] = [value(v) for v in closure]
+  return key
+
+
+def _filled(cell) -> bool:
+  try:
+    cell.cell_contents  # pylint: disable=pointless-statement
+    return True
+  except ValueError:  # an empty cell
+    return False
 
 
 def run_key(model_config, config: "TrainConfig", task: str
@@ -233,14 +289,24 @@ def _check_resumable(out_dir: str, key: Dict[str, Any]) -> None:
            "init": "initial parameters"}
   # Through JSON, as saved (tuples become lists).
   key = json.loads(json.dumps(key))
+  for task, was in (saved.get("data") or {}).items():
+    now = (key.get("data") or {}).get(task)
+    if isinstance(was, dict) and isinstance(now, dict):
+      for field in _DATA_FIELDS_SINCE:
+        if field not in was:
+          now.pop(field, None)
   for part, name in names.items():
     was, now = saved.get(part), key.get(part)
     if was == now:
       continue
     detail = f"{was}, now {now}"
     if part == "data" and isinstance(was, dict):  # Hashes say little.
-      detail = "changed: " + ", ".join(sorted(
-          t for t in set(was) | set(now) if was.get(t) != now.get(t)))
+      detail = "changed: " + ", ".join(
+          t + ("" if not isinstance(was.get(t), dict) or
+               not isinstance(now.get(t), dict) else " " + "/".join(
+                   f for f in sorted(set(was[t]) | set(now[t]))
+                   if was[t].get(f) != now[t].get(f)))
+          for t in sorted(set(was) | set(now)) if was.get(t) != now.get(t))
     raise InputError(f"{out_dir} holds a run with another {name} ({detail});"
                      " resume with the same one or use a new output "
                      "directory")
