@@ -415,6 +415,12 @@ def test_killed_run_resumes_the_missing_steps(trained, reverse_task,
       sorted(os.listdir(os.path.join(killed, "checkpoints")))
   assert more["dev_history"] == trained[1]["dev_history"]
   assert more["selected_step"] == trained[1]["selected_step"]
+  # Its summary speaks of the whole run, as the uninterrupted one's.
+  for field in ("first_loss", "final_loss", "mean_last_loss"):
+    assert more[field] == trained[1][field], field
+  assert sorted(os.listdir(os.path.join(killed, train.LOSS_RECORD_DIR))) == \
+      sorted(f"{s}.json" for s in os.listdir(os.path.join(killed,
+                                                          "checkpoints")))
   for a, b in zip(
       jax.tree_util.tree_leaves(train.load_params(out, selected=True)[1]),
       jax.tree_util.tree_leaves(train.load_params(killed, selected=True)[1])):
@@ -614,6 +620,8 @@ def test_resume_refuses_another_training_config(trained, reverse_task,
       TRAIN, log_every=7, checkpoint_every=50, eval_split="test"),
                      progress=False)
   assert same["start_step"] == same["steps"] == TRAIN.num_steps
+  for field in ("first_loss", "mean_last_loss", "examples_per_second"):
+    assert same[field] == trained[1][field], field
 
 
 def test_resume_refuses_other_training_data(reverse_task, tmp_path):

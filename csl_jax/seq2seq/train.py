@@ -34,6 +34,7 @@ from csl_jax.errors import InputError
 from csl_jax.files import atomic_write_json
 from csl_jax.seq2seq import arrays
 from csl_jax.seq2seq import input_pipeline
+from csl_jax.seq2seq import loss_record
 from csl_jax.seq2seq import curriculum as curriculum_lib
 from csl_jax.seq2seq import model_selection
 from csl_jax.seq2seq import models
@@ -45,6 +46,7 @@ from csl_jax.summaries import TensorBoardWriter
 
 CONFIG_FILE = "config.json"
 DATA_STATE_DIR = "data_state"  # the data position at each checkpoint
+LOSS_RECORD_DIR = "loss_record"  # the run's losses and rate at each one
 
 
 def make_mesh():
@@ -580,6 +582,14 @@ def fit(out_dir: str, model_config, config: TrainConfig,
   history, waiting, shapes = [], [], set()
   compile_seconds, eval_seconds, timed_steps = 0.0, 0.0, 0
   wall_start = time.time()
+  record = loss_record.LossRecord(os.path.join(out_dir, LOSS_RECORD_DIR),
+                                  start)
+
+  def totals():
+    steady = time.time() - wall_start - compile_seconds - eval_seconds
+    return record.totals(history, timed_steps, steady if history else 0.0)
+
+  whole = totals()  # the last step's is saved with its checkpoint
 
   def fetch():
     # Step outputs stay on the device until a log point: the loop
@@ -626,6 +636,9 @@ def fit(out_dir: str, model_config, config: TrainConfig,
         manager.save(done, args=ocp.args.StandardSave(_pytree(state)))
         if save_position:
           save_position(done, manager.all_steps())
+        fetch()
+        whole = totals()
+        record.save(done, whole, manager.all_steps())
       if scheduled:
         if select:
           manager.wait_until_finished()  # scored only once it is on disk
@@ -643,16 +656,10 @@ def fit(out_dir: str, model_config, config: TrainConfig,
         logging.info("SIGTERM: stopped at step %d (checkpointed)", done)
         raise SystemExit(EXIT_CODE)
   fetch()
-  steady_seconds = time.time() - wall_start - compile_seconds - eval_seconds
   manager.wait_until_finished()
   summaries.close()
-  if history:
-    metrics.update(first_loss=history[0], final_loss=history[-1],
-                   mean_last_loss=float(np.mean(history[-10:])))
-  if timed_steps:
-    # Steps that compiled nothing, data preparation included.
-    metrics["examples_per_second"] = (timed_steps * config.batch_size
-                                      / max(steady_seconds, 1e-9))
+  # Of the whole run, a resumed one's earlier processes included.
+  metrics.update(loss_record.metrics(whole, config.batch_size))
   metrics["steps"] = int(state.step)
   if select:
     metrics.update(select.summary())
