@@ -75,6 +75,13 @@ def test_config_and_keys():
     TrainConfig(curriculum="zipf")
   with pytest.raises(InputError, match="curriculum_start"):
     TrainConfig(curriculum="example", curriculum_start=0.0)
+  # Zero would divide by zero after the first step; negative makes no run.
+  for field, value, message in (("checkpoint_every", 0, "at least 1"),
+                                ("log_every", 0, "at least 1"),
+                                ("num_steps", 0, "at least 1"),
+                                ("warmup_steps", -1, "not be negative")):
+    with pytest.raises(InputError, match=f"TrainConfig.{field}: .*{message}"):
+      TrainConfig(**{field: value})
   # Off: the key has none of its fields (older runs keep their keys).
   assert "curriculum" not in train_key(TrainConfig())
   assert "log_every" not in train_key(TrainConfig())

@@ -462,6 +462,7 @@ def test_data_position_restored_or_skipped_gives_the_same_batches(
     for a, b in zip(want, got):
       for k in input_pipeline.FEATURES:
         np.testing.assert_array_equal(a[k], b[k], err_msg=k)
+  os.makedirs(os.path.join(states, ".9.tmp"))  # a killed write's
   batches.save(7, keep=[7])  # 5 is no kept checkpoint's any more
   assert os.listdir(states) == ["7"]
   # A position saved by a run that had to skip restores in the next one.
@@ -548,7 +549,7 @@ def test_curriculum_run_resumes_the_same_batches(reverse_task, tmp_path):
   killed = _copy_run(whole, tmp_path / "k")
   shutil.rmtree(os.path.join(killed, "checkpoints", "6"))
   more = train.train(killed, reverse_task[0], TINY, config, progress=False)
-  assert more["start_step"] == 3
+  assert more["start_step"] == 3 and "data_position" not in more
   for a, b in zip(jax.tree_util.tree_leaves(train.load_params(whole)[1]),
                   jax.tree_util.tree_leaves(train.load_params(killed)[1])):
     np.testing.assert_array_equal(np.asarray(a), np.asarray(b))

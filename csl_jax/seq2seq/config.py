@@ -77,6 +77,14 @@ class TrainConfig:
     if not 0 < self.curriculum_start <= 1 or not 0 < self.curriculum_end <= 1:
       raise InputError("seq2seq.TrainConfig.curriculum_start and "
                        "curriculum_end must be in (0, 1]")
+    for name in ("batch_size", "num_steps", "log_every", "checkpoint_every"):
+      if getattr(self, name) < 1:
+        raise InputError(f"seq2seq.TrainConfig.{name}: "
+                         f"{getattr(self, name)}; must be at least 1")
+    for name in ("warmup_steps", "bucket_width", "track_train_every"):
+      if getattr(self, name) < 0:
+        raise InputError(f"seq2seq.TrainConfig.{name}: "
+                         f"{getattr(self, name)}; must not be negative")
 
 
 CURRICULA = ("none", "example", "primitive")

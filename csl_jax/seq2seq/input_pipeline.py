@@ -111,6 +111,7 @@ class ResumableBatches:
     self._saving = True
     self.restored = False
     self._iterator = None
+    self._to_skip = 0
     saved = os.path.join(state_dir, str(start), "data")
     if start and tf.io.gfile.exists(saved + ".index"):
       iterator = iter(make_dataset())
@@ -122,15 +123,21 @@ class ResumableBatches:
                         "%d batches instead", saved, e, start)
     if self._iterator is None:
       # Advanced by hand, not `ds.skip`: the positions it saves later must
-      # restore into the plain dataset a later resume builds.
+      # restore into the plain dataset a later resume builds. Lazily: a
+      # finished run resumed reads no batch.
       self._iterator = iter(make_dataset())
-      for _ in range(start):
-        next(self._iterator)
+      self._to_skip = start
 
   def __iter__(self) -> "ResumableBatches":
     return self
 
+  def _skip(self) -> None:
+    while self._to_skip:
+      next(self._iterator)
+      self._to_skip -= 1
+
   def __next__(self) -> Batch:
+    self._skip()
     return model_batch(next(self._iterator), self._trim)
 
   def save(self, step: int, keep: Iterable[int] = ()) -> None:
@@ -139,6 +146,7 @@ class ResumableBatches:
     positions of steps not in `keep` (the model's checkpoints)."""
     if not self._saving:
       return
+    self._skip()
     tf = self._tf
     final = os.path.join(self._dir, str(step))
     aside = os.path.join(self._dir, f".{step}.tmp")
@@ -157,7 +165,9 @@ class ResumableBatches:
     os.replace(aside, final)
     keep = {int(k) for k in keep} | {step}
     for name in os.listdir(self._dir):
-      if name.isdigit() and int(name) not in keep:
+      # and what a killed write left aside
+      if (name.isdigit() and int(name) not in keep) or (
+          name.startswith(".") and name.endswith(".tmp")):
         shutil.rmtree(os.path.join(self._dir, name), ignore_errors=True)
 
 

@@ -576,9 +576,11 @@ def fit(out_dir: str, model_config, config: TrainConfig,
   metrics: Dict[str, Any] = {"start_step": start}
   if start:
     # Where the resumed data order came from (BENCHMARKS "Resuming
-    # restores the data position").
-    metrics["data_position"] = ("restored" if getattr(
-        batches, "restored", False) else "skipped")
+    # restores the data position"); none for batches drawn by step (a
+    # curriculum's): nothing to restore or skip.
+    restored = getattr(batches, "restored", None)
+    if restored is not None:
+      metrics["data_position"] = "restored" if restored else "skipped"
   history, waiting, shapes = [], [], set()
   compile_seconds, eval_seconds, timed_steps = 0.0, 0.0, 0
   wall_start = time.time()
