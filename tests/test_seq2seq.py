@@ -477,6 +477,22 @@ def test_data_position_restored_or_skipped_gives_the_same_batches(
     np.testing.assert_array_equal(batch[k], want[1][k], err_msg=k)
 
 
+def test_a_dev_run_resumed_with_another_checkpoint_interval_is_refused(
+    trained, reverse_task, tmp_path):
+  """Its candidates were the checkpoints every 80 steps: every 160 would
+  choose among others (and 40 among steps never scored)."""
+  from csl_jax.errors import InputError  # pylint: disable=g-import-not-at-top
+  run = _copy_run(trained[0], tmp_path)
+  with open(os.path.join(run, model_selection.HISTORY_FILE)) as f:
+    assert json.load(f)["every"] == TRAIN.checkpoint_every
+  for every in (160, 40):
+    with pytest.raises(InputError, match="scored on the dev set every 80 "
+                       "steps, now every " + str(every)):
+      train.train(run, reverse_task[0], TINY, dataclasses.replace(
+          TRAIN, checkpoint_every=every), progress=False,
+                  dev=_dev(reverse_task[0]))
+
+
 def test_a_run_trained_without_the_dev_set_is_not_selected_on_it(
     trained, reverse_task, tmp_path):
   from csl_jax.errors import InputError  # pylint: disable=g-import-not-at-top

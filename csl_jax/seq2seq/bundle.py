@@ -342,7 +342,7 @@ def run_cell(bundle: str, cell: str, progress: bool = False
                                      config.seed, first),
         progress=progress, init_from=init_from, desc=f"{cell} {out}",
         select=train_lib.selector(os.path.join(directory, out), model_config,
-                                  dev, config.batch_size))
+                                  dev, config))
 
   start = time.time()
   config = TrainConfig(**spec["train"])

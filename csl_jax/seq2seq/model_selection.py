@@ -127,10 +127,11 @@ class Selector:
   """
 
   def __init__(self, out_dir: str, score_fn: Callable[[Any], float],
-               digest: str):
+               digest: str, every: Optional[int] = None):
     self.out_dir = out_dir
     self.score_fn = score_fn
     self.digest = digest
+    self.every = every  # the checkpoint interval: which steps are candidates
     self.history: List[List[float]] = []
     self.best_step: Optional[int] = None
     self.best_score: Optional[float] = None
@@ -142,9 +143,17 @@ class Selector:
                            "use a new output directory", path)
         self.best_step = int(saved["step"])
         self.best_score = float(saved["score"])
-      if os.path.exists(os.path.join(out_dir, HISTORY_FILE)):
-        self.history = [list(e) for e in read_json(
-            os.path.join(out_dir, HISTORY_FILE))["history"]]
+      history = os.path.join(out_dir, HISTORY_FILE)
+      if os.path.exists(history):
+        saved = read_json(history)
+        self.history = [list(e) for e in saved["history"]]
+        was = saved.get("every")  # recorded since session 32
+        if every and was and was != every:
+          raise InputError(
+              f"its checkpoints were scored on the dev set every {was} "
+              f"steps, now every {every}: the candidates would differ; "
+              f"resume with checkpoint_every={was} or use a new output "
+              "directory", history)
 
   def missing(self, start: int, every: int) -> List[int]:
     """Checkpoint steps before `start` (every `every`) with no score: a run
@@ -172,7 +181,8 @@ class Selector:
     self.history.sort()
     atomic_write_json(os.path.join(self.out_dir, HISTORY_FILE), {
         "history": self.history, "best_step": self.best_step,
-        "best_score": self.best_score})
+        "best_score": self.best_score,
+        **({"every": self.every} if self.every else {})})
     return score
 
   def summary(self) -> Dict[str, Any]:

@@ -500,19 +500,21 @@ def train(out_dir: str, task: str,
              init_from=init_from,
              evaluate=evaluate if config.eval_split else None,
              track=track if config.track_train_every else None,
-             select=selector(out_dir, model_config, dev, config.batch_size))
+             select=selector(out_dir, model_config, dev, config))
 
 
-def selector(out_dir: str, model_config, dev, batch_size: int
+def selector(out_dir: str, model_config, dev, config: TrainConfig
              ) -> Optional[model_selection.Selector]:
-  """`fit`'s `select` of a dev set ((input ids, target ids)), or None."""
+  """`fit`'s `select` of a dev set ((input ids, target ids)) scoring the
+  checkpoints of `config`, or None."""
   if dev is None:
     return None
   inputs, targets = dev
   return model_selection.Selector(out_dir, model_selection.scorer(
       models.transformer(model_config), inputs, targets,
-      model_config.max_input_len, model_config.max_target_len, batch_size),
-                                  model_selection.dev_digest(inputs, targets))
+      model_config.max_input_len, model_config.max_target_len,
+      config.batch_size), model_selection.dev_digest(inputs, targets),
+                                  config.checkpoint_every)
 
 
 def _scheduled(step: int, config: TrainConfig) -> bool:
