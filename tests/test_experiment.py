@@ -355,6 +355,11 @@ def test_experiment_writes_results_and_resumes_after_kill(
     assert counts["seen"][0] + counts["unseen"][0] == 10
     assert counts["seen"][1] + counts["unseen"][1] == round(
         r["accuracy"] / 10)
+  # Targets the model's length cannot hold are counted (and said).
+  with open(os.path.join(records[1]["dir"], "summary.json")) as f:
+    assert json.load(f)["parts"]["test"]["targets_too_long"] == 0
+  assert runner._too_long(  # pylint: disable=protected-access
+      "tsv_toy", ["c b a", "a b c d a b"], 6) == 1  # pieces + EOS: 4, 7
   # The key: data by content, model and trainer config, seed.
   with open(os.path.join(records[1]["dir"], "stage_key.json")) as f:
     key = json.load(f)

@@ -245,6 +245,14 @@ def _cell_stage(cell: grid_lib.Cell, run_dir: str, synthetic: Optional[str],
       summary["parts"][part] = results_lib.score(kept, cats)
       # Of the whole part, the dev rows too.
       summary["parts"][part]["perplexity"] = perplexities[part]
+      too_long = _too_long(name, [t for _, t, _ in kept],
+                           ctx.model_config.max_target_len)
+      summary["parts"][part]["targets_too_long"] = too_long
+      if too_long:
+        _say(f"{cell.describe()}: {too_long} of {len(kept)} {part} "
+             "targets are longer than seq2seq.Seq2SeqConfig.max_target_len "
+             f"({ctx.model_config.max_target_len} tokens, EOS included): "
+             "they can never be predicted right")
     for field in ("selected_step", "dev_accuracy"):
       if field in summary["train"]:
         summary[field] = summary["train"][field]
@@ -378,6 +386,15 @@ def _seen_by_part(cell_dir: str, eval_parts: Sequence[str],
       [r[1] for part_rows in rows.values() for r in part_rows],
       training_files)
   return {p: results_lib.seen_scores(r, seen) for p, r in rows.items()}
+
+
+def _too_long(task: str, targets: Sequence[str], max_len: int) -> int:
+  """How many `targets` take more than `max_len` tokens with EOS (trimmed by
+  the pipeline: a model decoding `max_len` tokens never gets them right)."""
+  import seqio  # pylint: disable=g-import-not-at-top
+  vocab = seqio.get_mixture_or_task(task).output_features[
+      "targets"].vocabulary
+  return sum(len(vocab.encode(t)) + 1 > max_len for t in targets)
 
 
 def _record(cell: grid_lib.Cell, summary: Mapping[str, Any],
