@@ -30,6 +30,7 @@ al.'s "semanticparse: ", goes before every input of NAME and the synthetic
 tasks (not NAME_reversed, whose inputs are programs).
 """
 
+import json
 import os
 import re
 import types
@@ -389,6 +390,17 @@ def _add_method(methods: Dict[str, str], method: str, path: str) -> None:
   methods[method] = path
 
 
+def _data_key(directory: str, field: str = "key",
+              name: str = "stage_key.json") -> Optional[str]:
+  """`field` of DIR/NAME (the pipeline's record of which data a stage or
+  method was made from), or None."""
+  path = _join(directory, name)
+  if not tf.io.gfile.exists(path):
+    return None
+  with tf.io.gfile.GFile(path) as f:
+    return json.load(f).get(field)
+
+
 def find_methods(run_dir: PathLike) -> Tuple[Dict[str, str], List[str]]:
   """The synthetic data of a run directory (see the module docstring).
 
@@ -404,10 +416,16 @@ def find_methods(run_dir: PathLike) -> Tuple[Dict[str, str], List[str]]:
   """
   run_dir = os.fspath(run_dir)
   methods, proper = {}, []
+  current = _data_key(_join(run_dir, RUN_DATA_DIR))
   for entry in sorted(tf.io.gfile.listdir(run_dir)):
     method_dir = _join(run_dir, entry.rstrip("/"))
     path = _join(method_dir, SYNTHETIC_FILE)
     if entry.rstrip("/") == RUN_DATA_DIR or not tf.io.gfile.exists(path):
+      continue
+    made_from = _data_key(method_dir, "data_key", "summary.json")
+    if made_from and current and made_from != current:
+      logging.warning("%s: made from another version of the run's data "
+                      "(not rerun since it changed); left out", method_dir)
       continue
     method = _method_name(entry)
     _add_method(methods, method, path)

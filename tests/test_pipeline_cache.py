@@ -179,3 +179,130 @@ def test_gin_params_are_defaults_overridden_by_bindings():
     assert configs.gin_params(probe, exclude=("path",))["a"] == 5
   finally:
     gin.clear_config()
+
+
+class _Reverse:
+  """A test method: the training pairs with inputs reversed word by word
+  (and `Reverse.times` copies), as candidates."""
+
+  def __init__(self, name="reverse", times=1):
+    self.name, self.times = name, times
+
+  def stages(self, data, workdir):
+    del workdir
+
+    def run(directory):
+      pairs = [(" ".join(e.input.split()[::-1]), e.output)
+               for e in tsv.read_tsv(data.train)] * self.times
+      path = os.path.join(directory, "candidates.tsv")
+      tsv.write_tsv(path, pairs)
+      return {"candidates": path}
+
+    return [base.Stage("generate", [data.train], {"times": self.times}, run)]
+
+  def report_rows(self, summaries):
+    del summaries
+    return []
+
+
+@pytest.fixture
+def reverse_methods():
+  for name in ("reverse", "other"):
+    base.add(name, lambda name=name: _Reverse(name, _TIMES[name]))
+  yield
+  for name in ("reverse", "other"):
+    base.remove(name)
+
+
+_TIMES = {"reverse": 1, "other": 1}
+
+
+def test_a_copied_run_publishes_its_own_candidates(tmp_path, reverse_methods):  # pylint: disable=redefined-outer-name,unused-argument
+  """A cached stage's summary names the file where it was written: in a
+  copy of the run directory that is the original's, which may hold other
+  candidates by then."""
+  import shutil  # pylint: disable=g-import-not-at-top
+  from csl_jax.pipeline import augment  # pylint: disable=g-import-not-at-top
+  data = tmp_path / "d"
+  data.mkdir()
+  (data / "train.tsv").write_text("a b\tx\nc d\ty\n")
+  run_a, run_b = str(tmp_path / "a"), str(tmp_path / "b")
+  augment.augment(run_a, dataset="tsv", data_dir=str(data),
+                  methods=["reverse"])
+  shutil.copytree(run_a, run_b)
+  _TIMES["reverse"] = 2
+  try:
+    augment.augment(run_a, dataset="tsv", data_dir=str(data),
+                    methods=["reverse"])
+  finally:
+    _TIMES["reverse"] = 1
+  augment.augment(run_b, dataset="tsv", data_dir=str(data),
+                  methods=["reverse"])
+  assert tsv.read_tsv(os.path.join(run_b, "reverse", "synthetic.tsv")) == \
+      tsv.read_tsv(os.path.join(run_b, "reverse", "generate",
+                                "candidates.tsv"))
+  assert len(tsv.read_tsv(os.path.join(run_b, "reverse",
+                                       "synthetic.tsv"))) == 2
+
+
+def test_renamed_data_files_and_stale_methods(tmp_path, reverse_methods):  # pylint: disable=redefined-outer-name,unused-argument
+  """The data stage knows which file is which part; a method not rerun
+  since the data changed is left out of the report and the tasks."""
+  from csl_jax.pipeline import augment  # pylint: disable=g-import-not-at-top
+  from csl_jax.pipeline import report  # pylint: disable=g-import-not-at-top
+  data = tmp_path / "d"
+  data.mkdir()
+  (data / "train.tsv").write_text("a b\tx\nc d\ty\n")
+  (data / "dev.tsv").write_text("e f\tz\n")
+  run = str(tmp_path / "run")
+  augment.augment(run, dataset="tsv", data_dir=str(data),
+                  methods=["reverse", "other"])
+  assert report.methods_in(run) == ["other", "reverse"]
+  os.rename(data / "dev.tsv", data / "test.tsv")
+  augment.augment(run, dataset="tsv", data_dir=str(data),
+                  methods=["reverse"])
+  assert sorted(os.listdir(os.path.join(run, "data"))) == [
+      "stage_key.json", "summary.json", "test.tsv", "train.tsv"]
+  # `other` was made from the data with dev.tsv: stale now.
+  assert report.methods_in(run) == ["reverse"]
+  from tasks import registry  # pylint: disable=g-import-not-at-top
+  assert list(registry.find_methods(run)[0]) == ["reverse"]
+
+
+def test_csl_stages_keyed_on_config_bindings_and_file_roles(tmp_path):
+  """FitConfig / SampleConfig bindings key their stages without
+  `fit.config = @FitConfig()`; the same file as `eval_data` or as
+  `unlabeled` is another fit; sampling reads the model's output CFG."""
+  from csl_jax.methods import csl  # pylint: disable=g-import-not-at-top
+  from csl_jax.model import train  # pylint: disable=g-import-not-at-top,unused-import
+  from csl_jax.sampling import config as sample_config  # pylint: disable=g-import-not-at-top,unused-import
+  data = base.RunData(str(tmp_path), {"train": str(tmp_path / "train.tsv")})
+
+  def configs_of():
+    stages = csl.CSL().stages(data, str(tmp_path / "w"))
+    return {s.name: (s.config, [os.path.basename(p) for p in s.inputs])
+            for s in stages}
+
+  with gin.unlock_config():
+    gin.clear_config()
+    plain = configs_of()
+    assert plain["fit"][0]["config"] is None  # runs before keep their keys
+    gin.bind_parameter("FitConfig.num_states", 8)
+    gin.bind_parameter("SampleConfig.seed", 3)
+    bound = configs_of()
+    assert bound["fit"][0]["config"]["num_states"] == 8
+    assert bound["sample"][0]["config"]["seed"] == 3
+    gin.clear_config()
+    cfg = tmp_path / "out.cfg"
+    cfg.write_text("S -> a\n")
+    keys = []
+    for role in ("eval_data", "unlabeled"):
+      gin.clear_config()
+      gin.bind_parameter(f"fit.{role}", str(cfg))
+      keys.append(configs_of()["fit"][0])
+    assert keys[0] != keys[1]
+    gin.clear_config()
+    gin.bind_parameter("fit.output_cfg", str(cfg))
+    assert "output.cfg" in configs_of()["sample"][1]
+    assert "output.cfg" not in plain["sample"][1]
+    gin.clear_config()

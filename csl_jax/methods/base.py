@@ -80,6 +80,11 @@ def add(name: str, factory: Callable[[], Method]) -> None:
   _METHODS[name] = factory
 
 
+def remove(name: str) -> None:
+  """Unregisters a method (a test's or a notebook's own)."""
+  _METHODS.pop(name, None)
+
+
 def _variant(factory: Callable[[], Method], name: str, field: str,
              value: Any) -> Method:
   method = factory()

@@ -22,6 +22,7 @@ from csl_jax.data import tsv
 from csl_jax.errors import InputError
 from csl_jax.errors import Pending
 from csl_jax.files import atomic_write_json
+from csl_jax.files import read_json
 from csl_jax.methods import base as method_base
 from csl_jax.pipeline import cache
 from csl_jax.pipeline import lock
@@ -55,6 +56,8 @@ def prepare_stage(dataset: str, split: Optional[str], data_dir: Optional[str],
     raise InputError("no such data directory", data_dir)
   files = spec.source_files(split, data_dir, options) if data_dir else []
   config = {"dataset": dataset, "split": split, "options": dict(options)}
+  if files:  # which file is which part (dev.tsv renamed test.tsv is new)
+    config["files"] = [os.path.relpath(f, data_dir) for f in files]
   return method_base.Stage(
       DATA_DIR, files, config,
       lambda d: data_registry.prepare(d, dataset, split, data_dir, options))
@@ -175,11 +178,11 @@ def _augment(run_dir, dataset, split, data_dir, dataset_options, methods,
     waiting = []  # methods whose work waits in a bundle; the others go on
     for method in chosen:
       workdir = os.path.join(run_dir, method.name)
-      stage_summaries = {}
+      stage_summaries, last_dir = {}, None
       try:
         for stage in method.stages(run_data, workdir):
-          stage_summaries[stage.name] = cache.run_stage(stage,
-                                                        stage.path(workdir))
+          last_dir = stage.path(workdir)
+          stage_summaries[stage.name] = cache.run_stage(stage, last_dir)
           summary["stages"][f"{method.name}/{stage.name}"] = _brief(
               stage_summaries[stage.name])
       except Pending as e:
@@ -190,7 +193,10 @@ def _augment(run_dir, dataset, split, data_dir, dataset_options, methods,
         raise RuntimeError(f"method {method.name}: the last stage's summary "
                            "names no `candidates` file")
       candidates = os.path.join(workdir, "candidates.tsv")
-      _publish(last["candidates"], candidates)
+      # The stage's own file: a cached summary holds the path it was
+      # written at, which is another run's in a copied run directory.
+      _publish(os.path.join(last_dir, os.path.basename(last["candidates"])),
+               candidates)
       _publish(candidates, os.path.join(workdir, "synthetic.tsv"))
       for selector in selectors:
         stage = select_stage(selector, select_num, select_seed, candidates,
@@ -200,7 +206,12 @@ def _augment(run_dir, dataset, split, data_dir, dataset_options, methods,
         summary["stages"][f"{method.name}/{stage.name}"] = _brief(
             stage_summaries[stage.name])
       atomic_write_json(os.path.join(workdir, "summary.json"), {
-          "method": method.name, "stages": stage_summaries,
+          "method": method.name,
+          # Of which data: a method not rerun after the data changed is
+          # left out of the report and the SeqIO registration.
+          "data_key": read_json(os.path.join(data_dir_out,
+                                             cache.KEY_FILE))["key"],
+          "stages": stage_summaries,
           "stage_order": list(stage_summaries),
           "report_rows": [list(r) for r in
                           method.report_rows(stage_summaries)]})

@@ -34,12 +34,17 @@ def output_depth(output: str) -> int:
 
 
 def methods_in(run_dir: str) -> List[str]:
-  """The methods present: `RUN/<m>/` with `synthetic.tsv` and `summary.json`."""
+  """The methods present: `RUN/<m>/` with `synthetic.tsv` and `summary.json`
+  made from the run's current data (a method not rerun since the data
+  changed is stale; runs from before the data was recorded count)."""
+  current = read_json(os.path.join(run_dir, "data", cache.KEY_FILE))["key"]
   found = []
   for name in sorted(os.listdir(run_dir)):
     d = os.path.join(run_dir, name)
     if (name != "data" and os.path.isfile(os.path.join(d, "synthetic.tsv"))
-        and os.path.isfile(os.path.join(d, "summary.json"))):
+        and os.path.isfile(os.path.join(d, "summary.json")) and
+        read_json(os.path.join(d, "summary.json")).get(
+            "data_key", current) == current):
       found.append(name)
   return found
 

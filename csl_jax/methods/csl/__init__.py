@@ -11,7 +11,8 @@ by exactly those, so changing a sampling setting redoes only sampling.
 """
 
 import os
-from typing import Any, Dict, List, Mapping, Tuple
+import sys
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import gin
 
@@ -34,13 +35,23 @@ _BOOKKEEPING = ("tensorboard", "summary_every", "runner", "pipeline_args",
                 "forest_shards", "forest_dir", "shard_dir")
 
 
-def _stage_config(fn, exclude) -> Tuple[Dict[str, Any], List[str]]:
-  """(JSON config, input files) of a gin-configured stage function."""
+def _stage_config(fn, exclude, default: Optional[Tuple[str, str]] = None
+                  ) -> Tuple[Dict[str, Any], List[str]]:
+  """(JSON config, input files) of a gin-configured stage function. Files
+  count by content and by the parameter naming them (the same file as
+  `eval_data` or as `unlabeled` is another fit). `default`: (module, class)
+  of the config the function makes when its `config` is None; its gin
+  bindings (`FitConfig.num_states = 8` without `fit.config =
+  @FitConfig()`) key the stage too."""
   params = configs.gin_params(fn, exclude=tuple(exclude) + _BOOKKEEPING)
-  files = [assets.resolve(params.pop(k)) for k in _FILE_PARAMS
-           if params.get(k)]
+  roles = [k for k in _FILE_PARAMS if params.get(k)]
+  files = [assets.resolve(params.pop(k)) for k in roles]
   for k in _FILE_PARAMS:
     params.pop(k, None)
+  if roles:
+    params["file_params"] = roles
+  if default and params.get("config") is None:
+    params["config"] = _bound_default(*default)
   config = configs.to_json(params)
   nested = config.get("config")
   if isinstance(nested, dict):  # InductionConfig's runner, pipeline_args
@@ -49,9 +60,23 @@ def _stage_config(fn, exclude) -> Tuple[Dict[str, Any], List[str]]:
   return config, files
 
 
-def _model_files(model_dir: str) -> List[str]:
+def _bound_default(module: str, name: str):
+  """The config `module.name()` the stage would make, if gin binds any of
+  its fields; None otherwise (the key of runs before this was keyed). A
+  class whose module is not loaded has no bindings (gin would have refused
+  them)."""
+  cls = getattr(sys.modules.get(module), name, None)
+  if cls is None or not gin.get_bindings(cls):
+    return None
+  return cls()
+
+
+def _model_files(model_dir: str, output_cfg: bool) -> List[str]:
+  """What a fitted model is: sampling and parsing read its output CFG too
+  (fit checks it; its parameters do not depend on it)."""
+  names = ["model.json", "params.npz", "grammar.qcfg"]
   return [os.path.join(model_dir, n)
-          for n in ("model.json", "params.npz", "grammar.qcfg")]
+          for n in names + (["output.cfg"] if output_cfg else [])]
 
 
 def _induce(out_dir: str, train: str):
@@ -84,13 +109,18 @@ class CSL:
     grammar = os.path.join(grammar_dir, "grammar.qcfg")
     stages = []
 
-    config, files = _stage_config(induce_lib.induce, ("out_dir", "train"))
+    config, files = _stage_config(
+        induce_lib.induce, ("out_dir", "train"),
+        ("csl_jax.induction.search", "InductionConfig"))
     stages.append(base.Stage(
         "induce", [train] + files, config,
         lambda d: _induce(d, train)))
 
     config, files = _stage_config(fit_lib.fit,
-                                  ("out_dir", "grammar", "train_data"))
+                                  ("out_dir", "grammar", "train_data"),
+                                  ("csl_jax.model.train", "FitConfig"))
+    model_files = _model_files(model_dir,
+                               "output_cfg" in config.get("file_params", ()))
     stages.append(base.Stage(
         "fit", [grammar, train] + files, config,
         lambda d: fit_lib.fit(d, grammar, train)))
@@ -99,13 +129,14 @@ class CSL:
     if held_out:
       config, _ = _stage_config(parse_lib.parse, ("out_dir", "model", "data"))
       stages.append(base.Stage(
-          "parse", _model_files(model_dir) + [held_out], config,
+          "parse", model_files + [held_out], config,
           lambda d: parse_lib.parse(d, model_dir, held_out)))
 
-    config, _ = _stage_config(sample_lib.sample, ("out_dir", "model"))
+    config, _ = _stage_config(sample_lib.sample, ("out_dir", "model"),
+                              ("csl_jax.sampling.config", "SampleConfig"))
     config["num"] = self.num_samples
     stages.append(base.Stage(
-        "sample", _model_files(model_dir), config,
+        "sample", model_files, config,
         lambda d: sample_lib.sample(d, model_dir, num=self.num_samples)))
     return stages
 
