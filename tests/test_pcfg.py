@@ -104,6 +104,13 @@ def test_sampling_is_unique_seeded_and_bounded():
                                  max_attempts=2000)
   assert info["rejected"] > 0 and 0 < info["rejection_rate"] < 1
   assert all(len(s.split()) <= 2 ** 7 for s in got)
+  # Stopped by draws that gave nothing new, most of them over the bound:
+  # said as rejections, not duplicates (depth <= 2: only `a` and `a a`,
+  # 0.1 and 0.009 of the draws).
+  wilder = pcfg.PCFG(wild.cfg, np.array([0.9, 0.1]))
+  got, info = pcfg.sample_unique(wilder, 50, seed=0, max_depth=2,
+                                 max_consecutive_duplicates=200)
+  assert sorted(got) == ["a", "a a"] and info["stopped_by"] == "rejections"
 
 
 def test_perplexity_by_hand():

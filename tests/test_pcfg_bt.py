@@ -13,6 +13,7 @@ from csl_jax.errors import InputError
 from csl_jax.methods import base
 from csl_jax.methods.pcfg_bt import PCFGBT
 from csl_jax.methods.pcfg_bt import PCFGBTConfig
+from csl_jax.methods.pcfg_bt import method as pcfg_bt
 from csl_jax.pipeline import cache
 from csl_jax.seq2seq import models
 from csl_jax.seq2seq import train as train_lib
@@ -108,7 +109,8 @@ def test_candidates_pair_each_program_with_its_backtranslation(run):
   assert 0.0 <= bt["eval"]["exact_match"] <= 100.0
   assert 0.0 <= bt["eval"]["bleu"] <= 100.0
   labels = [label for label, _ in _method(tmp_path).report_rows(summary)]
-  assert "Backtranslated pairs (empty, inputs cut)" in labels
+  assert ("Backtranslated pairs (left out: empty, programs cut to the "
+          "reverse model's input)") in labels
   assert "Backtranslation exact match / BLEU on test (beam 2)" in labels
 
 
@@ -270,3 +272,30 @@ def test_bundled_reverse_model_trains_there_and_is_imported(run, tmp_path):
   with pytest.raises(bundle.Pending):
     cache.run_stage(stage, stage.path(workdir))
   assert bundle.pending_cells(box) == [cell]
+
+
+def test_programs_cut_to_the_reverse_input_are_left_out(tmp_path):
+  """A program longer than the reverse model reads gets its prefix's
+  utterance: the pair would be wrong, so it is not a candidate."""
+  import seqio  # pylint: disable=g-import-not-at-top
+  from csl_jax.data import tsv  # pylint: disable=g-import-not-at-top
+  programs = ["ab", "abc", "a"]
+  # Bytes and EOS: 3, 4, 2 ids against an input of 3.
+  cut = pcfg_bt._cut(seqio.ByteVocabulary(), programs, 3)  # pylint: disable=protected-access
+  assert cut == [False, True, False]
+  summary = pcfg_bt._write_candidates(  # pylint: disable=protected-access
+      str(tmp_path), programs, ["x y", "z", " "], cut, 1)
+  assert [tuple(r) for r in tsv.read_tsv(summary["candidates"])] == [
+      ("x y", "ab")]
+  assert (summary["num_candidates"], summary["num_empty_utterances"],
+          summary["num_programs_cut"]) == (1, 1, 1)
+  # A word vocabulary's unknown token: counted (bytes know every text).
+  assert pcfg_bt._unknown(seqio.ByteVocabulary(), programs) == 0  # pylint: disable=protected-access
+
+  class Words:
+    unk_id = 2
+
+    def encode(self, text):
+      return [3 if w in ("a", "b") else self.unk_id for w in text.split()]
+
+  assert pcfg_bt._unknown(Words(), ["a b", "a m5", "m7"]) == 2  # pylint: disable=protected-access

@@ -130,7 +130,7 @@ def _scan_sources(split, data_dir, options) -> List[str]:
 
 
 add(Dataset("scan", scan.SPLITS, "addprim_jump", False, _scan_load,
-            _scan_sources))
+            _scan_sources, output_cfg="tasks/scan/actions.cfg"))
 
 
 # ---- SCAN*: generated (Zhou et al. 2023 App. A.2) ---------------------------

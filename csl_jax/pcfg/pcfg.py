@@ -141,7 +141,9 @@ def sample_unique(pcfg: PCFG, num: int, seed: int = 0,
                   ) -> Tuple[List[str], Dict[str, Any]]:
   """Up to `num` distinct outputs, in the order drawn (App. B.2: stop after
   `max_consecutive_duplicates` draws in a row gave nothing new). Returns the
-  outputs and {attempts, rejected (over max_depth), stopped_by}."""
+  outputs and {attempts, rejected (over max_depth), stopped_by}: "num",
+  "max_attempts", or, for a run of draws that gave nothing new, what most
+  of them were, "duplicates" or "rejections" (over max_depth)."""
   if pcfg.cfg.start not in {p.lhs for p, w in zip(pcfg.cfg.productions,
                                                    pcfg.probs) if w > 0}:
     raise ValueError(f"PCFG {pcfg.name!r}: the start category has no "
@@ -149,27 +151,29 @@ def sample_unique(pcfg: PCFG, num: int, seed: int = 0,
   sampler = _Sampler(pcfg, max_depth)
   rng = np.random.default_rng(seed)
   seen: Dict[str, None] = {}
-  attempts = rejected = run = 0
+  attempts = rejected = run = run_rejected = 0
   stopped_by = "num"
   while len(seen) < num:
     if max_attempts is not None and attempts >= max_attempts:
       stopped_by = "max_attempts"
       break
     if run >= max_consecutive_duplicates:
-      stopped_by = "duplicates"
+      stopped_by = ("rejections" if 2 * run_rejected > run
+                    else "duplicates")
       break
     attempts += 1
     tokens = sampler.sample(rng)
     if tokens is None:
       rejected += 1
       run += 1
+      run_rejected += 1
       continue
     text = " ".join(tokens)
     if text in seen:
       run += 1
     else:
       seen[text] = None
-      run = 0
+      run = run_rejected = 0
   return list(seen), {"attempts": attempts, "rejected": rejected,
                       "rejection_rate": rejected / max(attempts, 1),
                       "stopped_by": stopped_by}

@@ -227,12 +227,14 @@ def backtranslate(out_dir: str, programs_path: str, model_dir: str,
   model, params = train_lib.load_params(model_dir)
   cfg = model.config
   vocabulary = _vocabulary(config.reverse_vocabulary, model_dir)
-  utterances, cut = decode.translate(
+  utterances, _ = decode.translate(
       model, params, vocabulary, programs,
       cfg.max_input_len, cfg.max_target_len, config.decode_batch_size,
       config.beam_size, progress=True)
-  summary = _write_candidates(out_dir, programs, utterances, cut,
+  summary = _write_candidates(out_dir, programs, utterances,
+                              _cut(vocabulary, programs, cfg.max_input_len),
                               config.beam_size)
+  summary["num_programs_unknown_tokens"] = _unknown(vocabulary, programs)
   if eval_part:
     with _registered(data_dir, (eval_part,), vocabulary=vocabulary,
                      metric_fns=(tasks.metrics.exact_match,
@@ -245,20 +247,42 @@ def backtranslate(out_dir: str, programs_path: str, model_dir: str,
   return summary
 
 
+def _unknown(vocabulary, programs: Sequence[str]) -> int:
+  """How many programs hold a token the reverse model's vocabulary does not
+  know (a word vocabulary of the training pairs: e.g. a grammar's constants
+  the data never uses); their utterances guess."""
+  unk = getattr(vocabulary, "unk_id", None)
+  if unk is None:
+    return 0
+  return sum(unk in list(vocabulary.encode(p)) for p in programs)
+
+
+def _cut(vocabulary, programs: Sequence[str], max_input_len: int
+         ) -> List[bool]:
+  """Whether each program is longer than the reverse model reads (its ids
+  and EOS over `max_input_len`): its utterance renders a prefix."""
+  return [len(list(vocabulary.encode(p))) > max_input_len - 1
+          for p in programs]
+
+
 def _write_candidates(out_dir: str, programs: Sequence[str],
-                      utterances: Sequence[str], cut: int, beam_size: int
-                      ) -> Dict[str, Any]:
-  """OUT/candidates.tsv (utterance<TAB>program, empty utterances left out)
-  and the backtranslate stage's summary of it."""
+                      utterances: Sequence[str], cut: Sequence[bool],
+                      beam_size: int) -> Dict[str, Any]:
+  """OUT/candidates.tsv (utterance<TAB>program; empty utterances and those
+  of programs cut to the reverse model's input left out: they would pair
+  a program with the utterance of its prefix) and the backtranslate
+  stage's summary of it."""
   from csl_jax.data.tsv import write_tsv  # pylint: disable=g-import-not-at-top
-  pairs = [(u, p) for u, p in zip(utterances, programs) if u.strip()]
+  empty = sum(not u.strip() for u in utterances)
+  pairs = [(u, p) for u, p, c in zip(utterances, programs, cut)
+           if u.strip() and not c]
   os.makedirs(out_dir, exist_ok=True)
   candidates = os.path.join(out_dir, "candidates.tsv")
   write_tsv(candidates, pairs)
   return {"candidates": candidates, "num_programs": len(programs),
           "num_candidates": len(pairs),
-          "num_empty_utterances": len(programs) - len(pairs),
-          "num_programs_cut": cut, "beam_size": beam_size,
+          "num_empty_utterances": empty,
+          "num_programs_cut": sum(cut), "beam_size": beam_size,
           "preview": [f"{u}\t{p}" for u, p in pairs[:5]]}
 
 
@@ -336,10 +360,10 @@ def backtranslate_bundled(out_dir: str, programs_path: str, data_dir: str,
           names.reversed, examples, done["parts"][eval_part]["ids"])
   utterances = [vocabulary.decode(ids)
                 for ids in done["parts"]["programs"]["ids"]]
-  cut = sum(len(list(vocabulary.encode(t))) > sized.max_input_len - 1
-            for t in programs)
-  summary = _write_candidates(out_dir, programs, utterances, cut,
+  summary = _write_candidates(out_dir, programs, utterances,
+                              _cut(vocabulary, programs, sized.max_input_len),
                               config.beam_size)
+  summary["num_programs_unknown_tokens"] = _unknown(vocabulary, programs)
   summary.update({
       "bundle_cell": cell,
       # What the reverse_model stage reports where it runs here.
@@ -399,9 +423,9 @@ class PCFGBT:
     # pylint: enable=g-import-not-at-top
     if not self.config.grammar:
       raise InputError("pcfg_bt needs a CFG of the programs: bind "
-                       "pcfg_bt.PCFGBTConfig.grammar to your .cfg (a "
-                       "built-in --dataset brings its own, e.g. "
-                       "tasks/scan/actions.cfg)")
+                       "pcfg_bt.PCFGBTConfig.grammar to your .cfg (for "
+                       "the built-in datasets, gin/pcfg_bt/<dataset>.gin "
+                       "binds the project's, e.g. tasks/scan/actions.cfg)")
     grammar = assets.resolve(self.config.grammar)
     train = data.train
     test = None
@@ -496,9 +520,12 @@ class PCFGBT:
                    f'{b["eval"]["bleu"]:.1f} of '
                    f'{b["eval"]["num_examples"]:,}'))
     rows += [
-        ("Backtranslated pairs (empty, inputs cut)",
+        ("Backtranslated pairs (left out: empty, programs cut to the "
+         "reverse model's input)",
          f'{b["num_candidates"]:,} ({b["num_empty_utterances"]:,}, '
          f'{b["num_programs_cut"]:,})'),
+        ("Programs with tokens the reverse model does not know",
+         f'{b.get("num_programs_unknown_tokens", 0):,}'),
     ]
     rows += [("Backtranslation preview", x) for x in b.get("preview", [])[:3]]
     return rows
