@@ -103,6 +103,9 @@ def test_smcalflow_sexpr():
   tree = templates.SMCALFLOW.tree(key)
   assert tree[0] == "Yield"
   assert ("entity", ()) in tree[1]
+  # SMCalFlow-CS's long literals are numbers too.
+  assert templates.SMCALFLOW.key("( toDays 7L ) ( f -2L x7L )") == \
+      templates.SMCALFLOW.key("( toDays 3 ) ( f 5 x7L )")
 
 
 def test_detect():

@@ -230,7 +230,8 @@ FUNQL_CLASSES = dict(_FUNQL_CLASSES)
 
 _GEO_ENTITY = re.compile(r"(?<!\S)(?:m\d+|\d+)(?!\S)")
 _COGS_NAME = re.compile(r"(?<!\S)[A-Z][a-z]+(?!\S)")
-_SEXPR_ENTITY = re.compile(r'"[^"]*"|(?<![\S"])-?\d+(?:\.\d+)?(?![\S"])')
+# Lispress numbers may carry a long suffix (`7L`, SMCalFlow-CS's files).
+_SEXPR_ENTITY = re.compile(r'"[^"]*"|(?<![\S"])-?\d+(?:\.\d+)?L?(?![\S"])')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -379,10 +380,11 @@ SMCALFLOW = Abstraction(
     key=lambda text: _SEXPR_ENTITY.sub(ENTITY, text),
     tree=parse_sexpr,
     template=_smcalflow_template,
-    doc="SMCalFlow-CS Lisp programs: string and number literals -> entity; "
-    "the template is the entity-abstracted program (functions and keyword "
-    "arguments are the schema). Not checked against SMCalFlow data, which "
-    "the project does not have.")
+    doc="SMCalFlow-CS Lisp programs: string and number literals (`7L` "
+    "too) -> entity; the template is the entity-abstracted program "
+    "(functions, keyword arguments and enumerated constants such as "
+    "`Monday` are the schema: entity-level only, not Oren et al.'s Table 2 "
+    "classes, so on SMCalFlow-CS nearly every query is its own template).")
 
 ABSTRACTIONS: Dict[str, Abstraction] = {
     a.name: a for a in (GEOQUERY, COGS, SCAN, SMCALFLOW)}
