@@ -218,12 +218,7 @@ def export_cell(bundle: str, cell: str, stage_key: str, task: str,
   spec = _read_json(os.path.join(directory, CELL_FILE))
   if spec and spec.get("stage_key") == stage_key:
     return directory
-  aside = os.path.join(directory, SUPERSEDED_DIR,
-                       str((spec or {}).get("stage_key")))
-  for name in (OUTPUTS_FILE, PREDICTIONS_FILE):
-    if os.path.exists(os.path.join(directory, name)):
-      os.makedirs(aside, exist_ok=True)
-      os.replace(os.path.join(directory, name), os.path.join(aside, name))
+  _supersede(directory, (spec or {}).get("stage_key"))
   old_dev = (spec or {}).get("dev"), (spec or {}).get(
       "train", {}).get("checkpoint_every")
   from csl_jax.seq2seq import train as train_lib  # pylint: disable=g-import-not-at-top
@@ -266,6 +261,16 @@ def export_cell(bundle: str, cell: str, stage_key: str, task: str,
     spec["train"]["num_steps"] = finetune_steps
   atomic_write_json(os.path.join(directory, CELL_FILE), spec)
   return directory
+
+
+def _supersede(directory: str, old_key: Optional[str]) -> None:
+  """Moves a cell's outputs to `superseded/<old_key>/` (not deleted: they
+  may be an accelerator's results under a key that changed by mistake)."""
+  aside = os.path.join(directory, SUPERSEDED_DIR, str(old_key))
+  for name in (OUTPUTS_FILE, PREDICTIONS_FILE):
+    if os.path.exists(os.path.join(directory, name)):
+      os.makedirs(aside, exist_ok=True)
+      os.replace(os.path.join(directory, name), os.path.join(aside, name))
 
 
 def outputs(bundle: str, cell: str, stage_key: str
