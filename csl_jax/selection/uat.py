@@ -94,9 +94,11 @@ def uat_indices(template_of_example: np.ndarray, k: int, alpha: float,
   out = np.empty(k, np.int64)
   uniforms = rng.random(k)
   for step in range(k):
-    t = tree.find(uniforms[step] * tree.total())
-    while remaining[t] == 0:  # float slack at a boundary: step back
+    t = min(tree.find(uniforms[step] * tree.total()), len(members) - 1)
+    while t >= 0 and remaining[t] == 0:  # float slack at a boundary
       t -= 1
+    if t < 0:  # nothing left before it: the first template with examples
+      t = int(np.flatnonzero(remaining)[0])
     out[step] = members[t][taken[t]]
     taken[t] += 1
     old = remaining[t] ** alpha
