@@ -281,7 +281,8 @@ def test_programs_cut_to_the_reverse_input_are_left_out(tmp_path):
   from csl_jax.data import tsv  # pylint: disable=g-import-not-at-top
   programs = ["ab", "abc", "a"]
   # Bytes and EOS: 3, 4, 2 ids against an input of 3.
-  cut = pcfg_bt._cut(seqio.ByteVocabulary(), programs, 3)  # pylint: disable=protected-access
+  cut, unknown = pcfg_bt._program_checks(  # pylint: disable=protected-access
+      seqio.ByteVocabulary(), programs, 3)
   assert cut == [False, True, False]
   summary = pcfg_bt._write_candidates(  # pylint: disable=protected-access
       str(tmp_path), programs, ["x y", "z", " "], cut, 1)
@@ -290,7 +291,7 @@ def test_programs_cut_to_the_reverse_input_are_left_out(tmp_path):
   assert (summary["num_candidates"], summary["num_empty_utterances"],
           summary["num_programs_cut"]) == (1, 1, 1)
   # A word vocabulary's unknown token: counted (bytes know every text).
-  assert pcfg_bt._unknown(seqio.ByteVocabulary(), programs) == 0  # pylint: disable=protected-access
+  assert unknown == 0
 
   class Words:
     unk_id = 2
@@ -298,4 +299,5 @@ def test_programs_cut_to_the_reverse_input_are_left_out(tmp_path):
     def encode(self, text):
       return [3 if w in ("a", "b") else self.unk_id for w in text.split()]
 
-  assert pcfg_bt._unknown(Words(), ["a b", "a m5", "m7"]) == 2  # pylint: disable=protected-access
+  assert pcfg_bt._program_checks(  # pylint: disable=protected-access
+      Words(), ["a b", "a m5", "m7"], 10)[1] == 2

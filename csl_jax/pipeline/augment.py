@@ -176,6 +176,9 @@ def _augment(run_dir, dataset, split, data_dir, dataset_options, methods,
              if os.path.exists(os.path.join(data_dir_out, f"{p}.tsv"))}
     run_data = method_base.RunData(data_dir_out, parts)
     waiting = []  # methods whose work waits in a bundle; the others go on
+    # Of which data each method is: one not rerun after the data changed is
+    # left out of the report and the SeqIO registration.
+    data_key = read_json(os.path.join(data_dir_out, cache.KEY_FILE))["key"]
     for method in chosen:
       workdir = os.path.join(run_dir, method.name)
       stage_summaries, last_dir = {}, None
@@ -206,11 +209,7 @@ def _augment(run_dir, dataset, split, data_dir, dataset_options, methods,
         summary["stages"][f"{method.name}/{stage.name}"] = _brief(
             stage_summaries[stage.name])
       atomic_write_json(os.path.join(workdir, "summary.json"), {
-          "method": method.name,
-          # Of which data: a method not rerun after the data changed is
-          # left out of the report and the SeqIO registration.
-          "data_key": read_json(os.path.join(data_dir_out,
-                                             cache.KEY_FILE))["key"],
+          "method": method.name, "data_key": data_key,
           "stages": stage_summaries,
           "stage_order": list(stage_summaries),
           "report_rows": [list(r) for r in

@@ -516,8 +516,9 @@ def _run_lanes(bundle: str, lanes: int, only: Optional[str],
     while running:
       if pack and time.time() - checked > PACK_CHECK_SECONDS:
         checked = time.time()
-        if len(pending_cells(bundle)) < left:
-          left = len(pending_cells(bundle))
+        now = len(pending_cells(bundle))
+        if now < left:
+          left = now
           pack_outputs(bundle, pack)
       for i, proc in list(running.items()):
         code = proc.poll()

@@ -27,7 +27,6 @@ class LossRecord:
     self._last: List[List[float]] = saved.get("last_losses", [])
     self._timed = int(saved.get("timed_steps", 0))
     self._seconds = float(saved.get("steady_seconds", 0.0))
-    self.carried = bool(saved)
 
   def totals(self, losses: List[float], timed_steps: int,
              steady_seconds: float) -> Dict[str, Any]:

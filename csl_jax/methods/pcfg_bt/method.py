@@ -231,10 +231,10 @@ def backtranslate(out_dir: str, programs_path: str, model_dir: str,
       model, params, vocabulary, programs,
       cfg.max_input_len, cfg.max_target_len, config.decode_batch_size,
       config.beam_size, progress=True)
-  summary = _write_candidates(out_dir, programs, utterances,
-                              _cut(vocabulary, programs, cfg.max_input_len),
+  cut, unknown = _program_checks(vocabulary, programs, cfg.max_input_len)
+  summary = _write_candidates(out_dir, programs, utterances, cut,
                               config.beam_size)
-  summary["num_programs_unknown_tokens"] = _unknown(vocabulary, programs)
+  summary["num_programs_unknown_tokens"] = unknown
   if eval_part:
     with _registered(data_dir, (eval_part,), vocabulary=vocabulary,
                      metric_fns=(tasks.metrics.exact_match,
@@ -247,22 +247,20 @@ def backtranslate(out_dir: str, programs_path: str, model_dir: str,
   return summary
 
 
-def _unknown(vocabulary, programs: Sequence[str]) -> int:
-  """How many programs hold a token the reverse model's vocabulary does not
-  know (a word vocabulary of the training pairs: e.g. a grammar's constants
-  the data never uses); their utterances guess."""
+def _program_checks(vocabulary, programs: Sequence[str], max_input_len: int
+                    ) -> Tuple[List[bool], int]:
+  """(whether each program is longer than the reverse model reads, its ids
+  and EOS over `max_input_len`: its utterance renders a prefix; how many
+  hold a token the reverse vocabulary does not know, e.g. a grammar's
+  constants the training pairs never use: their utterances guess), from
+  one encoding of each program."""
   unk = getattr(vocabulary, "unk_id", None)
-  if unk is None:
-    return 0
-  return sum(unk in list(vocabulary.encode(p)) for p in programs)
-
-
-def _cut(vocabulary, programs: Sequence[str], max_input_len: int
-         ) -> List[bool]:
-  """Whether each program is longer than the reverse model reads (its ids
-  and EOS over `max_input_len`): its utterance renders a prefix."""
-  return [len(list(vocabulary.encode(p))) > max_input_len - 1
-          for p in programs]
+  cut, unknown = [], 0
+  for p in programs:
+    ids = list(vocabulary.encode(p))
+    cut.append(len(ids) > max_input_len - 1)
+    unknown += unk is not None and unk in ids
+  return cut, unknown
 
 
 def _write_candidates(out_dir: str, programs: Sequence[str],
@@ -360,10 +358,10 @@ def backtranslate_bundled(out_dir: str, programs_path: str, data_dir: str,
           names.reversed, examples, done["parts"][eval_part]["ids"])
   utterances = [vocabulary.decode(ids)
                 for ids in done["parts"]["programs"]["ids"]]
-  summary = _write_candidates(out_dir, programs, utterances,
-                              _cut(vocabulary, programs, sized.max_input_len),
+  cut, unknown = _program_checks(vocabulary, programs, sized.max_input_len)
+  summary = _write_candidates(out_dir, programs, utterances, cut,
                               config.beam_size)
-  summary["num_programs_unknown_tokens"] = _unknown(vocabulary, programs)
+  summary["num_programs_unknown_tokens"] = unknown
   summary.update({
       "bundle_cell": cell,
       # What the reverse_model stage reports where it runs here.
