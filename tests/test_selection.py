@@ -129,7 +129,9 @@ def test_compounds_height_and_terminal():
   assert "intersection>city" in names
   assert "intersection(city,loc_2$)" in names
   assert "intersection(city,loc_2(m0))" in names
-  assert "loc_2(m0)" in names and "loc_2>m0" in names
+  # One leaf child: the pair and the height-1 compound are one subtree.
+  assert "loc_2(m0)" in names and "loc_2>m0" not in names
+  assert len(names) == len(set(names))  # no compound twice in this tree
   assert "answer(intersection(city,loc_2$))" in names
   assert not any(n.startswith("answer(intersection$") for n in names)
   # Each compound's supers are strictly larger occurrences of this tree.
@@ -138,15 +140,18 @@ def test_compounds_height_and_terminal():
 
 
 def test_keysers_weight_zero_when_always_inside_super():
-  # loc_2>entity occurs only inside loc_2(entity): P(super | G) = 1 -> w = 0.
+  # intersection>city occurs only inside intersection(city,loc_2$):
+  # P(super | G) = 1 -> w = 0.
   feats = diversity.featurize(_pool(GEO[:2]), "geoquery", "keysers")
   names = feats.compound_names
   w = feats.compounds.toarray()[0]
-  assert w[names.index("loc_2>entity")] == 0.0
+  assert w[names.index("intersection>city")] == 0.0
   assert w[names.index("answer(intersection(city,loc_2$))")] == 1.0
   none = diversity.featurize(_pool(GEO[:2]), "geoquery", "none")
   row = none.compounds.toarray()[0]
-  assert row[none.compound_names.index("loc_2>entity")] == 1
+  assert row[none.compound_names.index("intersection>city")] == 1
+  assert row[none.compound_names.index("loc_2(entity)")] == 1  # once
+  assert "loc_2>entity" not in none.compound_names
 
 
 def test_featurize_dedups_entities():

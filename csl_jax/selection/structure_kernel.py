@@ -249,7 +249,8 @@ def forest(tok, kind, qptr, run_at, chain_ptr, chain_lab, tclass,
           grand_leaf = grand_leaf or has_leaf[c]
         else:
           has_leaf[v] = True
-          pair[c] = _intern(comps, _pack(PAIR * num_labels + lab[v], lab[c]))
+          if k > 1:  # one child: the pair is the height-1 compound
+            pair[c] = _intern(comps, _pack(PAIR * num_labels + lab[v], lab[c]))
       sig[v] = _intern(nsigs, _pack(lab[v], short))
       if has_leaf[v]:
         h1[v] = _intern(comps, _pack(H1 * num_labels + lab[v], short))
@@ -264,7 +265,8 @@ def forest(tok, kind, qptr, run_at, chain_ptr, chain_lab, tclass,
     if not with_compounds:
       continue
     # Emit in templates.compounds' order: post-order, then per node its
-    # (node, leaf child) pairs, its height-1 and its height-2 compound.
+    # (node, leaf child) pairs (with 2+ children), its height-1 and its
+    # height-2 compound.
     # Reversed "node, then children right to left" is the post-order.
     m = 0
     stack[0] = 0
@@ -290,7 +292,7 @@ def forest(tok, kind, qptr, run_at, chain_ptr, chain_lab, tclass,
       if first[v] < 0:
         continue
       up = h2[parent[v]] if parent[v] >= 0 else -1
-      c = first[v]
+      c = first[v] if nxt[first[v]] >= 0 else -1  # pairs need 2 children
       while c >= 0:
         if first[c] < 0:
           comp[nc] = pair[c]

@@ -177,7 +177,10 @@ def compounds(tree: Tree) -> List[Tuple[str, int, List[int]]]:
       return -1, []
     below = [visit(c) for c in children]
     has_leaf = any(not c[1] for c in children)
-    pairs = [add(f"{label}>{c[0]}") for c in children if not c[1]]
+    # With one child the (node, leaf) pair is the height-1 compound itself:
+    # one subtree, counted once.
+    pairs = [add(f"{label}>{c[0]}") for c in children
+             if not c[1]] if len(children) > 1 else []
     h1 = -1
     if has_leaf:
       h1 = add(f"{label}({','.join(_short(c) for c in children)})")
