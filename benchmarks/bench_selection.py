@@ -21,8 +21,10 @@ Measured (each in this process, timings wall clock):
   step (every query's gain recomputed from the sparse matrix each step, no
   incremental updates) for `--numpy_steps` steps, extrapolated likewise;
 * diversity (templates covered, template entropy, H(A), H(C), nats) of
-  random (mean of `--random_repeats` seeds) / UAT / CMaxEnt / hybrid at each
-  `--sizes` entry, and the template-frequency plot (Oren Fig. 5/7) per size.
+  random (mean of `--random_repeats` seeds) / UAT and hybrid (mean over
+  `--seeds` seeds, templates covered with its std: O5 orders them) /
+  CMaxEnt (deterministic, once) at each `--sizes` entry, and the
+  template-frequency plot (Oren Fig. 5/7, seed 0) per size.
 
 Writes `OUT/bench.json`, `OUT/bench.md` and `OUT/template_frequency_<k>.png`.
 """
@@ -89,6 +91,8 @@ def main():
   parser.add_argument("--naive_steps", type=int, default=3)
   parser.add_argument("--numpy_steps", type=int, default=20)
   parser.add_argument("--random_repeats", type=int, default=5)
+  parser.add_argument("--seeds", type=int, default=5,
+                      help="seeds of UAT and the hybrid per size (mean, std)")
   parser.add_argument("--abstraction", default="auto")
   parser.add_argument("--limit", type=int, default=0,
                       help="use only the pool's first LIMIT candidates")
@@ -155,33 +159,42 @@ def main():
   record["naive_numpy_extrapolated_seconds"] = per_step * args.speed_k
   print(json.dumps(record), flush=True)
 
-  # Diversity at each size.
+  # Diversity at each size: random over --random_repeats permutations,
+  # UAT and the hybrid over --seeds seeds, CMaxEnt once (deterministic).
   rows = []
   for k in args.sizes:
-    sels = {}
-    times = {}
+    sels, figures, times = {}, {}, {}
     for name in ("uat", "cmaxent", "cmaxent_uat"):
       if name == "cmaxent" and k > args.skip_cmaxent_above:
         continue
-      start = time.perf_counter()
-      if name == "uat":
-        idx = selection.get("uat").select(pool, [], k, 0)
-      elif name == "cmaxent":
-        idx = cmaxent.examples_for(cmaxent.greedy_queries(feats, k), feats, 0)
-      else:
-        idx = cmaxent.examples_for(cmaxent.hybrid_queries(feats, k, 0),
-                                   feats, 0)
-      times[name] = time.perf_counter() - start
-      sels[name] = idx
-    rand = [diversity.diversity(
+      runs = []
+      for seed in range(1 if name == "cmaxent" else args.seeds):
+        start = time.perf_counter()
+        if name == "uat":
+          idx = uat.select_from_features(feats, k, 0.0, seed)
+        elif name == "cmaxent":
+          idx = cmaxent.examples_for(cmaxent.greedy_queries(feats, k), feats,
+                                     0)
+        else:
+          idx = cmaxent.examples_for(cmaxent.hybrid_queries(feats, k, seed),
+                                     feats, seed)
+        times.setdefault(name, time.perf_counter() - start)  # seed 0's
+        sels.setdefault(name, idx)
+        runs.append(diversity.diversity(feats, idx))
+      figures[name] = runs
+    figures["random"] = [diversity.diversity(
         feats, np.random.default_rng(s).permutation(len(pool))[:k])
-            for s in range(args.random_repeats)]
-    rows.append({"k": k, "selector": "random",
-                 **{key: float(np.mean([r[key] for r in rand]))
-                    for key in rand[0]}})
-    for name, idx in sels.items():
-      rows.append({"k": k, "selector": name, "seconds": times[name],
-                   **diversity.diversity(feats, idx)})
+                         for s in range(args.random_repeats)]
+    for name in ("random", *sels):
+      runs = figures[name]
+      row = {"k": k, "selector": name, "runs": len(runs),
+             **{key: float(np.mean([r[key] for r in runs])) for key in runs[0]},
+             "templates_covered_std": float(np.std(
+                 [r["templates_covered"] for r in runs], ddof=1))
+                                      if len(runs) > 1 else 0.0}
+      if name in times:
+        row["seconds"] = times[name]
+      rows.append(row)
     plot_sels = {"random": np.random.default_rng(0).permutation(len(pool))[:k],
                  **sels}
     diversity.plot_template_frequency(
@@ -192,10 +205,13 @@ def main():
   record["peak_rss_gb"] = _rss_gb()
   with open(os.path.join(args.out, "bench.json"), "w") as f:
     json.dump(record, f, indent=1)
-  lines = ["| k | selector | templates covered | template H | H(A) | H(C) |",
-           "|---|---|---|---|---|---|"]
+  lines = ["| k | selector | runs | templates covered | template H | H(A) "
+           "| H(C) |", "|---|---|---|---|---|---|---|"]
   for r in rows:
-    lines.append(f"| {r['k']} | {r['selector']} | {r['templates_covered']:.0f}"
+    spread = (f" ± {r['templates_covered_std']:.1f}" if r["runs"] > 1
+              else "")
+    lines.append(f"| {r['k']} | {r['selector']} | {r['runs']} |"
+                 f" {r['templates_covered']:.1f}{spread}"
                  f" | {r['template_entropy']:.2f} | {r['atom_entropy']:.2f} |"
                  f" {r['compound_entropy']:.2f} |")
   with open(os.path.join(args.out, "bench.md"), "w") as f:

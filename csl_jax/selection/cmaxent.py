@@ -37,6 +37,7 @@ from csl_jax.errors import InputError
 from csl_jax.selection import base
 from csl_jax.selection import cmaxent_kernel
 from csl_jax.selection import diversity
+from csl_jax.selection import templates
 
 
 def _matrix(features: diversity.PoolFeatures):
@@ -176,7 +177,7 @@ class _Base:
 
   def config(self):
     config = {"abstraction": self.abstraction, "weighting": self.weighting,
-              "tol": self.tol}
+              "tol": self.tol, "compounds": templates.COMPOUNDS_VERSION}
     if self.num_shards > 1:  # the exact greedy's config stays as it was
       config["num_shards"] = self.num_shards  # (not the runner: same picks)
     return config

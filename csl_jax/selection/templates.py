@@ -158,6 +158,12 @@ def _short(tree: Tree) -> str:
   return tree[0] + ("$" if tree[1] else "")
 
 
+# Which definition `compounds` implements; part of CMaxEnt's stage key, so a
+# cached selection made with another one is made again. 2: a node with one
+# leaf child gives one compound (session 33), not also its (node, leaf) pair.
+COMPOUNDS_VERSION = 2
+
+
 def compounds(tree: Tree) -> List[Tuple[str, int, List[int]]]:
   """Compound occurrences: (compound string, occurrence id, super ids).
 

@@ -153,11 +153,18 @@ class UAT:
                          f"{self.abstraction} query")
     else:
       feats = diversity.featurize(pool, self.abstraction, structure=False)
-      usable = np.flatnonzero(feats.valid[feats.query_of])
-      # Dense template ids, in the order of their first usable example.
-      tmpl = np.unique(feats.template_of[feats.query_of[usable]],
-                       return_inverse=True)[1]
+      return select_from_features(feats, k, self.alpha, seed, self.mode)
     return usable[uat_indices(tmpl, k, self.alpha, seed, self.mode)]
+
+
+def select_from_features(feats: diversity.PoolFeatures, k: int, alpha: float,
+                         seed: int, mode: str = "two_phase") -> np.ndarray:
+  """`UAT.select` on a featurized pool: example indices, in draw order."""
+  usable = np.flatnonzero(feats.valid[feats.query_of])
+  # Dense template ids, in the order of their first usable example.
+  tmpl = np.unique(feats.template_of[feats.query_of[usable]],
+                   return_inverse=True)[1]
+  return usable[uat_indices(tmpl, k, alpha, seed, mode)]
 
 
 base.add(UAT.name, UAT)
