@@ -29,8 +29,9 @@ Compounds (`compounds`): Oren adopts Keysers et al. (2020), "any tree of
 height <= 2 that includes at least one tree terminal", without an
 enumeration rule. Ours, per node v: v with all its children (height 1), v
 with its children and grandchildren (height 2, when a child is internal),
-and every pair (v, leaf child); kept when they contain a leaf of the full
-tree. A truncated internal node is written `label$`.
+and every pair (v, leaf child) when v has two children or more (with one,
+the pair is the height-1 subtree); kept when they contain a leaf of the
+full tree. A truncated internal node is written `label$`.
 """
 
 import dataclasses
