@@ -98,6 +98,9 @@ def _split_rows(cfg, split, train, test, args):
   tick = time.time()
   models = {"train": pcfg.estimate(cfg, train_y, "train"),
             "uniform": (pcfg.uniform(cfg), {}),
+            # PCFGBTConfig.known_tokens_only: over the training tokens.
+            "uniform (training tokens)": (pcfg.uniform(
+                cfg, {t for y in train_y for t in y.split()}), {}),
             "test (oracle)": pcfg.estimate(cfg, test_y, "test")}
   estimate_seconds = time.time() - tick
   rows = {"original": {"avg_len": sum(len(y.split()) for y in train_y)

@@ -11,6 +11,7 @@ import pytest
 
 from csl_jax import assets
 from csl_jax.data import scan
+from csl_jax.errors import InputError
 from csl_jax.pcfg import counts
 from csl_jax.pcfg import counts_reference
 from csl_jax.pcfg import pcfg
@@ -111,6 +112,31 @@ def test_sampling_is_unique_seeded_and_bounded():
   got, info = pcfg.sample_unique(wilder, 50, seed=0, max_depth=2,
                                  max_consecutive_duplicates=200)
   assert sorted(got) == ["a", "a a"] and info["stopped_by"] == "rejections"
+
+
+def test_uniform_over_known_tokens_by_hand():
+  cfg = parse_output_cfg("S -> A B | A C | d\nA -> a | e\nB -> b\nC -> c C | f\n")
+  # Tokens {a, b, c, d}: A -> e and C -> f go; C then derives nothing of
+  # them (c C only), so S -> A C goes too: S gets 1/2 each of A B and d,
+  # A -> a 1, B -> b 1, C nothing.
+  got = dict(zip([(p.lhs, " ".join(s.name for s in p.rhs))
+                  for p in cfg.productions],
+                 pcfg.uniform(cfg, {"a", "b", "c", "d"}).probs))
+  assert got == {("S", "A B"): 0.5, ("S", "A C"): 0.0, ("S", "d"): 0.5,
+                 ("A", "a"): 1.0, ("A", "e"): 0.0, ("B", "b"): 1.0,
+                 ("C", "c C"): 0.0, ("C", "f"): 0.0}
+  programs, _ = pcfg.sample_unique(pcfg.uniform(cfg, "abcd"), 10, seed=0,
+                                   max_consecutive_duplicates=200)
+  assert sorted(programs) == ["a b", "d"]
+  with pytest.raises(InputError, match="start category 'S'"):
+    pcfg.uniform(cfg, {"e"})
+  # GeoQuery: the FunQL CFG's constants m2 ... m9 never occur in the data.
+  funql = load_output_cfg(assets.resolve("tasks/geoquery/funql.cfg"))
+  every = {s.name for p in funql.productions for s in p.rhs if s.terminal}
+  known = pcfg.uniform(funql, every - {f"m{i}" for i in range(2, 10)})
+  const = [w for p, w in zip(funql.productions, known.probs)
+           if p.lhs == "Const"]
+  assert sorted(const) == [0.0] * 8 + [0.5, 0.5]
 
 
 def test_perplexity_by_hand():

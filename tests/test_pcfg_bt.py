@@ -84,6 +84,16 @@ def test_uniform_and_train_programs_by_hand(run):
   assert sorted(_programs(trained)) == sorted(
       ["walk", "jump"] + [f"{a} {b}" for a in ("walk", "jump")
                           for b in ("walk", "jump")])
+  # P_uniform over the training outputs' tokens: `run` goes, 1/2 each of
+  # walk and jump; the report says so. The default's stage key is the one
+  # it had before the option.
+  known = _run_programs(_method(tmp_path, known_tokens_only=True), run_data,
+                        str(tmp_path / "k"))
+  assert sorted(_programs(known)) == sorted(_programs(trained))
+  assert known["programs"]["estimate"] == {"productions_used": 4,
+                                           "productions": 5}
+  assert "known_tokens_only" not in _method(tmp_path).stages(
+      run_data, workdir)[0].config
   # P_test (oracle): only the test outputs' productions.
   oracle = _run_programs(_method(tmp_path, distribution="test"), run_data,
                         workdir)

@@ -17,10 +17,11 @@ import collections
 import dataclasses
 import functools
 import math
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Collection, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from csl_jax.errors import InputError
 from csl_jax.pcfg import counts as counts_lib
 
 
@@ -43,9 +44,39 @@ def _normalize(cfg, weights: np.ndarray) -> np.ndarray:
                      for p, w in zip(cfg.productions, weights)])
 
 
-def uniform(cfg) -> PCFG:
-  """1/k for each of a category's k productions."""
-  return PCFG(cfg, _normalize(cfg, np.ones(len(cfg.productions))), "uniform")
+def uniform(cfg, tokens: Optional[Collection[str]] = None) -> PCFG:
+  """1/k for each of a category's k productions.
+
+  With `tokens`, only the productions whose terminals are all in `tokens`
+  and whose categories still derive a string of them count (1/k over
+  those, 0 for the rest): e.g. a grammar's constants `m0 ... m9` where the
+  data has only m0 and m1.
+
+  Raises:
+    InputError: with `tokens`, the start category derives no string of them.
+  """
+  if tokens is None:
+    return PCFG(cfg, _normalize(cfg, np.ones(len(cfg.productions))),
+                "uniform")
+  tokens = set(tokens)
+  known = [all(s.name in tokens for s in p.rhs if s.terminal)
+           for p in cfg.productions]
+  productive: set = set()
+  grew = True
+  while grew:  # least fixed point: categories deriving a string of tokens
+    grew = False
+    for p, ok in zip(cfg.productions, known):
+      if ok and p.lhs not in productive and all(
+          s.terminal or s.name in productive for s in p.rhs):
+        productive.add(p.lhs)
+        grew = True
+  if cfg.start not in productive:
+    raise InputError(f"no string of the grammar's start category "
+                     f"{cfg.start!r} uses only the given tokens")
+  weights = np.asarray([
+      float(ok and all(s.terminal or s.name in productive for s in p.rhs))
+      for p, ok in zip(cfg.productions, known)])
+  return PCFG(cfg, _normalize(cfg, weights), "uniform")
 
 
 def estimate(cfg, outputs: Sequence[str], name: str = "train"

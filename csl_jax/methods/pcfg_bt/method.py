@@ -48,6 +48,12 @@ class PCFGBTConfig:
     max_depth: derivations deeper than this are rejected (a uniform PCFG
       can be inconsistent: expected size infinite); None: no bound.
     seed: the sampling seed.
+    known_tokens_only: uniform only: 1/k over the productions whose
+      terminals all occur in the training outputs (and whose categories
+      still derive a program), so no program holds a token the reverse
+      model never saw (`tasks/geoquery/funql.cfg` allows m0 ... m9, the
+      GeoQuery data has m0 and m1). False: over every production (Y&K's
+      P_uniform). train and test give unseen productions 0 either way.
     beam_size: backtranslation beam (the paper: 4; 1 is greedy).
     decode_batch_size: programs decoded per batch.
     reverse_vocabulary: the reverse model's vocabulary: "tasks" (the tasks'
@@ -76,6 +82,7 @@ class PCFGBTConfig:
   max_consecutive_duplicates: int = 100_000
   max_depth: Optional[int] = 64
   seed: int = 0
+  known_tokens_only: bool = False
   beam_size: int = 4
   decode_batch_size: int = 64
   reverse_vocabulary: str = "tasks"
@@ -117,7 +124,10 @@ def sample_programs(out_dir: str, grammar: str, train: str,
   train_outputs = _outputs(train)
   info: Dict[str, Any] = {}
   if config.distribution == "uniform":
-    pcfg = pcfg_lib.uniform(cfg)
+    pcfg = pcfg_lib.uniform(cfg, {t for y in train_outputs for t in y.split()}
+                            if config.known_tokens_only else None)
+    info = {"productions_used": int((pcfg.probs > 0).sum()),
+            "productions": len(cfg.productions)}
   else:
     outputs = (train_outputs if config.distribution == "train"
                else _outputs(test))
@@ -439,6 +449,8 @@ class PCFGBT:
                 "reverse_max_target_len", "reverse_num_steps",
                 "reverse_absolute_positions"):
       sampling.pop(key)
+    if not self.config.known_tokens_only:
+      sampling.pop("known_tokens_only")  # the key it had before the option
     programs_dir = os.path.join(workdir, "programs")
     # One reverse model for every pcfg_bt variant of the run (P_train's and
     # P_uniform's are the same model): RUN/pcfg_bt_reverse_model.
@@ -501,6 +513,12 @@ class PCFGBT:
     rows = [
         ("PCFG distribution / criticality",
          f'{label} / {p["criticality"]:.3f}'),
+    ]
+    used = p.get("estimate", {}).get("productions_used")
+    if used is not None and used < p["estimate"]["productions"]:
+      rows.append(("PCFG productions over the training outputs' tokens",
+                   f'{used} of {p["estimate"]["productions"]}'))
+    rows += [
         ("PCFG programs sampled (new to training) / avg length",
          f'{p["num_programs"]:,} ({p["new_programs"]:,}) / '
          f'{p["average_length"]:.2f}'),
