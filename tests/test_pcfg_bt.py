@@ -229,6 +229,14 @@ def test_bad_settings_are_clear_errors(run):
   with pytest.raises(InputError, match="'test' part"):
     _method(tmp_path, distribution="test").stages(no_test,
                                                    str(tmp_path / "y"))
+  # No program of the grammar uses only the training outputs' tokens.
+  other = tmp_path / "fly.cfg"
+  other.write_text("S -> fly | fly S\n", encoding="utf-8")
+  method = PCFGBT(PCFGBTConfig(grammar=str(other), known_tokens_only=True),
+                  MODEL, STEPS)
+  with pytest.raises(InputError, match=r"fly\.cfg: no string of the "
+                     r"grammar's start category 'S' .*train\.tsv"):
+    _run_programs(method, run_data, str(tmp_path / "z"))
   assert "pcfg_bt" in base.names()
   for distribution in ("train", "uniform", "test"):
     method = base.get(f"pcfg_bt_{distribution}")

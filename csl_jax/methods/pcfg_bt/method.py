@@ -124,8 +124,13 @@ def sample_programs(out_dir: str, grammar: str, train: str,
   train_outputs = _outputs(train)
   info: Dict[str, Any] = {}
   if config.distribution == "uniform":
-    pcfg = pcfg_lib.uniform(cfg, {t for y in train_outputs for t in y.split()}
-                            if config.known_tokens_only else None)
+    try:
+      pcfg = pcfg_lib.uniform(
+          cfg, {t for y in train_outputs for t in y.split()}
+          if config.known_tokens_only else None)
+    except InputError as e:
+      raise InputError(f"{grammar}: {e} (known_tokens_only: the tokens of "
+                       f"the outputs of {train})") from None
     info = {"productions_used": int((pcfg.probs > 0).sum()),
             "productions": len(cfg.productions)}
   else:
