@@ -46,6 +46,9 @@ def test_units_copy_co_occurring_tokens_together():
   assert primaug.units(PAIRS) == [(("at", "level", "sea"), ("0",)),
                                   (("jump",), ("J",)),
                                   (("walk",), ("W",))]
+  # `a` twice in one example, `b` once: the same examples, one unit.
+  assert primaug.units([("a b a", "X X"), ("c", "Y"), ("d", "Z")]) == [
+      (("a", "b"), ("X",)), (("c",), ("Y",)), (("d",), ("Z",))]
 
 
 def _unit_copies(text, units_of):
@@ -225,6 +228,15 @@ def test_augzero_mixed_copies_by_hand():
   assert stats["not_derived"] == 1
   with pytest.raises(InputError, match="mix_prob"):
     augzero.AugZeroConfig(mix=True, mix_prob=0.0)
+  # A rule of nonterminals alone writes nothing: the application forced
+  # into copy i is one with terminals, so no "copy" is the pair itself.
+  from csl_jax.qcfg.rules import parse_rules  # pylint: disable=g-import-not-at-top
+  concat = parse_rules("NT_1 NT_2 ### NT_1 NT_2\nwalk ### W\nrun ### R\n")
+  got = {pair for seed in range(50) for pair in augzero.mixed_copies(
+      [("walk run", "W R")], concat,
+      augzero.AugZeroConfig(k=2, mix=True, seed=seed))}
+  assert got == {("walk@2 run", "W@2 R"), ("walk run@2", "W R@2"),
+                 ("walk@2 run@2", "W@2 R@2")}
 
 
 def test_augzero_mix_through_the_pipeline(tmp_path, clear_gin):

@@ -13,6 +13,7 @@ from csl_jax.data import tsv
 from csl_jax.difficulty import kmeans as kmeans_lib
 from csl_jax.difficulty import scores
 from csl_jax.difficulty import subsets
+from csl_jax.errors import InputError
 
 
 def test_kmeans_finds_three_separated_clusters():
@@ -113,6 +114,16 @@ def test_learning_difficulty_by_hand(tmp_path):
   assert figures == {"runs": 2, "patience": 2}
   with pytest.raises(Exception, match="track_train_every"):
     scores.learning([str(tmp_path)])
+  with pytest.raises(InputError, match="needs the trained runs"):
+    scores.score("learning", [("a", "b")])  # no --runs
+  # A step file of another size: named, not a numpy traceback.
+  np.save(tmp_path / "run1" / "learning" / "step_00000600.npy",
+          np.ones(3, bool))
+  with pytest.raises(InputError, match=r"step_00000600\.npy: \(3,\) "
+                     r"tracked examples"):
+    scores.learning(runs, patience=2)
+  with pytest.raises(InputError, match="k .* must be >= 1"):
+    scores.score("prototype", [("a", "b")], k=0)
 
 
 def test_pinned_examples_are_in_every_subset_and_out_of_the_quantiles(

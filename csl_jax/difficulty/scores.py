@@ -16,6 +16,7 @@
 import collections
 import math
 import os
+import re
 from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
@@ -87,6 +88,9 @@ def score(name: str, pairs: Sequence[Tuple[str, str]], seed: int = 0,
   if name == "primitives":
     return primitives(pairs), {}
   if name == "prototype":
+    if k < 1:
+      from csl_jax.errors import InputError  # pylint: disable=g-import-not-at-top
+      raise InputError(f"prototype difficulty: k (--k) must be >= 1, got {k}")
     return prototype(pairs, k=k, seed=seed)
   from csl_jax.errors import InputError  # pylint: disable=g-import-not-at-top
   raise InputError(f"difficulty score {name!r}: one of {', '.join(SCORES)}")
@@ -99,17 +103,27 @@ def learning(run_dirs: Sequence[str], patience: int = 10
   (the last step tracked if never), averaged over the runs (seeds). The
   runs are trainings with `seq2seq.TrainConfig.track_train_every` > 0."""
   from csl_jax.errors import InputError  # pylint: disable=g-import-not-at-top
+  if not run_dirs:
+    raise InputError("learning difficulty needs the trained runs (--runs): "
+                     "trainings with seq2seq.TrainConfig.track_train_every "
+                     "> 0")
   per_run = []
   for run in run_dirs:
     directory = os.path.join(run, "learning")
-    files = sorted(f for f in os.listdir(directory)
-                   if f.startswith("step_") and f.endswith(".npy")) \
+    files = [f for f in os.listdir(directory)
+             if re.fullmatch(r"step_\d+\.npy", f)] \
         if os.path.isdir(directory) else []
     if not files:
       raise InputError("no learning/step_*.npy: train with "
                        "seq2seq.TrainConfig.track_train_every > 0", run)
+    files.sort(key=lambda f: int(f[5:-4]))
     steps = np.array([int(f[5:-4]) for f in files])
-    right = np.stack([np.load(os.path.join(directory, f)) for f in files])
+    right = [np.load(os.path.join(directory, f)) for f in files]
+    for f, r in zip(files, right):
+      if r.ndim != 1 or r.shape != right[0].shape:
+        raise InputError(f"{r.shape} tracked examples, {files[0]} has "
+                         f"{right[0].shape}", os.path.join(directory, f))
+    right = np.stack(right)
     if per_run and right.shape[1] != per_run[0].shape[0]:
       raise InputError(f"{right.shape[1]} examples tracked, another run "
                        f"{per_run[0].shape[0]}", run)

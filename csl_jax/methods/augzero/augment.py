@@ -102,6 +102,12 @@ def _choose(f, rng: random.Random) -> Dict[int, int]:
   return chosen
 
 
+def _rule(rules, f, e: int) -> List[str]:
+  """Edge e's rule, source and target symbols."""
+  rule = rules[int(f.edge_rule[e])]
+  return list(rule.source) + list(rule.target)
+
+
 def _render(rules, f, chosen: Dict[int, int], copy_of: Dict[int, int]
             ) -> Tuple[List[str], List[str]]:
   """The pair the derivation `chosen` yields, node v's rule terminals in
@@ -147,7 +153,11 @@ def mixed_copies(pairs: Sequence[Pair], rules, config: AugZeroConfig,
       chosen = _choose(f, rng)
       copy_of = {v: i if rng.random() < config.mix_prob else 1
                  for v in chosen}
-      if i not in copy_of.values():
-        copy_of[rng.choice(list(chosen))] = i
+      # At least one rule with terminals in copy i: a rule of nonterminals
+      # alone writes nothing, so the pair would be copy 1's.
+      lexical = [v for v in chosen if not all(
+          _nt(t) for t in _rule(rules, f, chosen[v]))] or list(chosen)
+      if not any(copy_of[v] == i for v in lexical):
+        copy_of[rng.choice(lexical)] = i
       src, tgt = _render(rules, f, chosen, copy_of)
       yield " ".join(src), " ".join(tgt)

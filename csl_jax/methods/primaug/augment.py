@@ -63,7 +63,7 @@ def units(pairs: Sequence[Pair]) -> List[Tuple[Tuple[str, ...],
   occurs = {}
   for i, (x, y) in enumerate(pairs):
     for side, text in ((0, x), (1, y)):
-      for t in text.split():
+      for t in dict.fromkeys(text.split()):  # once per example: a set
         occurs.setdefault((side, t), []).append(i)
   for v, w in lexicon_lib.lexicon(pairs):
     key = tuple(occurs[(0, v)])
