@@ -77,6 +77,15 @@ def _type_ok(value: Any, annotation: Any) -> bool:
   return True  # other annotations are not checked
 
 
+def _type_name(annotation: Any) -> str:
+  """`int`, `int or None`, ... for an error message."""
+  if typing.get_origin(annotation) is typing.Union:
+    return " or ".join(_type_name(a) for a in typing.get_args(annotation))
+  if annotation is type(None):
+    return "None"
+  return getattr(annotation, "__name__", str(annotation))
+
+
 def check_types(config: Any) -> None:
   """Raises InputError when a dataclass config field has a value of the
   wrong type (a gin binding such as `FitConfig.num_states = '4'` would
@@ -86,7 +95,7 @@ def check_types(config: Any) -> None:
     value = getattr(config, field.name)
     annotation = hints.get(field.name, Any)
     if not _type_ok(value, annotation):
-      name = getattr(annotation, "__name__", str(annotation))
+      name = _type_name(annotation)
       raise InputError(f"{type(config).__name__}.{field.name} must be of "
                        f"type {name}, got {value!r}")
 

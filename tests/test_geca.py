@@ -208,6 +208,29 @@ def test_bad_settings_are_input_errors():
     GECAConfig(weighting="frequency")
   with pytest.raises(InputError):
     GECAConfig(wug_size=0)
+  # A gin binding of the wrong type: one line, not a kernel's traceback.
+  with pytest.raises(InputError, match="wug_size must be of type int, got "
+                     "'4'"):
+    GECAConfig(wug_size="4")
+  with pytest.raises(InputError, match="window must be of type int or None"):
+    GECAConfig(window=1.5)
+
+
+def test_nothing_generated_is_a_run_with_zero_pairs(tmp_path, clear_gin):
+  # One wug: no fragment has a donor elsewhere (G1), so GECA makes nothing;
+  # the run reports 0 pairs instead of failing on its empty synthetic.tsv.
+  from csl_jax.cli import main as cli  # pylint: disable=g-import-not-at-top
+  del clear_gin
+  data = tmp_path / "data"
+  data.mkdir()
+  write_tsv(str(data / "train.tsv"), SPANISH)
+  out = str(tmp_path / "run")
+  assert cli.main(["augment", "--out", out, "--dataset", "tsv", "--data_dir",
+                   str(data), "--method", "geca",
+                   "--gin.geca.GECAConfig.wug_size=1",
+                   "--gin.geca.GECAConfig.wug_count=1"]) == 0
+  with open(os.path.join(out, "report.md"), encoding="utf-8") as f:
+    assert "| pairs | 3 | 0 |" in f.read()
 
 
 def test_memory_limit_stops_cleanly_with_an_estimate():
@@ -221,7 +244,7 @@ def test_memory_limit_stops_cleanly_with_an_estimate():
 def test_method_stage_writes_candidates(tmp_path):
   train, test = str(tmp_path / "train.tsv"), str(tmp_path / "test.tsv")
   write_tsv(train, SPANISH)
-  write_tsv(test, [("I dax", "Dajo")])
+  write_tsv(test, [("I  dax", "Dajo")])  # spaces as a hand-made file has
   method = base.get("geca")
   method.config = GECAConfig(wug_size=1, wug_count=2)
   data = base.RunData(str(tmp_path), {"train": train, "test": test})

@@ -126,7 +126,9 @@ def _data_section(run_dir: str, methods: Sequence[str]) -> Dict[str, Any]:
         os.path.exists(os.path.join(run_dir, p)) for _, p in kept["plots"]):
       return kept
   train = tsv.read_tsv(files[0])
-  synthetic = {m: tsv.read_tsv(f) for m, f in zip(methods, files[1:])}
+  # A method may make nothing (GECA with one wug on SCAN length): 0 pairs.
+  synthetic = {m: tsv.read_tsv(f, allow_empty=True)
+               for m, f in zip(methods, files[1:])}
   sizes: List[List[str]] = [
       ["pairs", f"{len(train):,}"] +
       [f"{len(synthetic[m]):,}" for m in methods],

@@ -59,7 +59,11 @@ class GECAConfig:
   work_dir: Optional[str] = None
 
   def __post_init__(self):
-    from csl_jax.errors import InputError  # pylint: disable=g-import-not-at-top
+    # pylint: disable=g-import-not-at-top
+    from csl_jax import configs
+    from csl_jax.errors import InputError
+    # pylint: enable=g-import-not-at-top
+    configs.check_types(self)  # `wug_size = '4'` fails here, not in a kernel
     if self.wug_size < 1 or self.wug_count < 1:
       raise InputError("GECA wug_size and wug_count must be >= 1")
     if self.wug_count > 8:

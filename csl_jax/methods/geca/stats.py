@@ -32,6 +32,10 @@ def overlap_stats(train: Sequence[Pair], generated: Sequence[Pair],
   """Full-example and token co-occurrence overlap before/after (percent)."""
   if not test:
     return {}
+  # Compared as token sequences: generated pairs are joined by one space.
+  train, generated, test = (
+      [tuple(" ".join(side.split()) for side in p) for p in pairs]
+      for pairs in (train, generated, test))
   train_set = set(train)
   aug_set = train_set | set(generated)
   test_pairs = _cooccurring(test)
