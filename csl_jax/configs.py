@@ -92,12 +92,16 @@ def check_types(config: Any) -> None:
   otherwise fail deep inside a kernel)."""
   hints = typing.get_type_hints(type(config))
   for field in dataclasses.fields(config):
-    value = getattr(config, field.name)
-    annotation = hints.get(field.name, Any)
-    if not _type_ok(value, annotation):
-      name = _type_name(annotation)
-      raise InputError(f"{type(config).__name__}.{field.name} must be of "
-                       f"type {name}, got {value!r}")
+    check_type(f"{type(config).__name__}.{field.name}",
+               getattr(config, field.name), hints.get(field.name, Any))
+
+
+def check_type(name: str, value: Any, annotation: Any) -> None:
+  """Raises InputError naming `name` when `value` is not an `annotation`
+  (the checks of `check_types`, for a setting that is not a dataclass's)."""
+  if not _type_ok(value, annotation):
+    raise InputError(f"{name} must be of type {_type_name(annotation)}, got "
+                     f"{value!r}")
 
 
 @contextlib.contextmanager

@@ -75,7 +75,9 @@ with gin.config.interactive_mode():
 def _tsv_fields(tsv_paths: Iterable[str]):
   for path in tsv_paths:
     with tf.io.gfile.GFile(path, "r") as f:
-      for line in f:
+      for number, line in enumerate(f):
+        if not number:
+          line = line.lstrip("\ufeff")  # a UTF-8 BOM is not a character
         for field in line.rstrip("\r\n").split("\t")[:2]:
           if field.strip():
             yield field

@@ -82,6 +82,61 @@ def test_bad_gin_binding_is_a_clean_error(tmp_path, capsys):
   assert "gin configuration" in capsys.readouterr().err
 
 
+def test_unclosed_bracket_in_gin_is_a_clean_error(tmp_path, capsys):
+  code = cli.main(["prepare", "scan", "--out", str(tmp_path / "x"),
+                   "--gin.induce.max_nts=[1,"])
+  assert code == 2
+  err = capsys.readouterr().err
+  assert "gin configuration" in err and "Traceback" not in err
+
+
+def test_vocab_reads_tsv_as_every_command_does(tmp_path, capsys):
+  bad = tmp_path / "notab.tsv"
+  bad.write_text("jump I_JUMP\n")
+  assert cli.main(["vocab", "--tsv", str(bad), "--out",
+                   str(tmp_path / "v")]) == 2
+  assert f"{bad}:1: no tab" in capsys.readouterr().err
+  good = tmp_path / "bom.tsv"
+  good.write_bytes(b"\xef\xbb\xbfjump\tI_JUMP\nwalk\tI_WALK\n")
+  assert cli.main(["vocab", "--tsv", str(good), "--out", str(tmp_path / "v"),
+                   "--vocab_size", "0"]) == 2
+  assert "--vocab_size must be >= 1" in capsys.readouterr().err
+  assert cli.main(["vocab", "--tsv", str(good), "--out", str(tmp_path / "v"),
+                   "--model_type", "word"]) == 0
+  import tasks  # pylint: disable=g-import-not-at-top
+  vocab = tasks.vocab.get_vocabulary("sentencepiece",
+                                     str(tmp_path / "v.model"))
+  assert len(vocab.encode("jump")) == 1  # the BOM is not glued to it
+  assert vocab.decode(vocab.encode("jump")) == "jump"
+
+
+def test_train_names_a_malformed_line_before_training(tmp_path, capsys):
+  data = tmp_path / "data"
+  data.mkdir()
+  (data / "train.tsv").write_text("walk\tI_WALK\njump I_JUMP\n")
+  assert cli.main(["train", "--task", "badline", "--data_dir", str(data),
+                   "--out", str(tmp_path / "out"), "--steps", "1"]) == 2
+  err = capsys.readouterr().err
+  assert f"{data / 'train.tsv'}:2: no tab" in err and "Traceback" not in err
+
+
+def test_select_num_without_select_and_comma_selectors(tmp_path, capsys):
+  from csl_jax.selection import base as selection  # pylint: disable=g-import-not-at-top
+  assert cli.main(["augment", "--out", str(tmp_path / "r"), "--method",
+                   "augzero", "--select_num", "3"]) == 2
+  assert "--select_num needs --select" in capsys.readouterr().err
+  assert selection.parse(["uat,cmaxent"]) == ["uat", "cmaxent"]
+  assert selection.parse("uat, random") == ["uat", "random"]
+
+
+def test_coverage_refuses_negative_max_nts(tmp_path, capsys):
+  data = tmp_path / "d.tsv"
+  data.write_text("jump\tI_JUMP\n")
+  assert cli.main(["coverage", "--grammar", FIXTURE, "--data", str(data),
+                   "--out", str(tmp_path / "o"), "--max_nts", "-1"]) == 2
+  assert "--max_nts must be >= 0" in capsys.readouterr().err
+
+
 def test_train_lets_real_bugs_through(tmp_path, monkeypatch):
   """Only configuration checks are input errors (exit 2): a ValueError from
   a bug inside training keeps its traceback."""

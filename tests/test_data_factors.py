@@ -228,6 +228,10 @@ def test_augzero_mixed_copies_by_hand():
   assert stats["not_derived"] == 1
   with pytest.raises(InputError, match="mix_prob"):
     augzero.AugZeroConfig(mix=True, mix_prob=0.0)
+  with pytest.raises(InputError, match="k must be of type int, got '20'"):
+    augzero.AugZeroConfig(k="20")
+  with pytest.raises(InputError, match="factor must be of type int"):
+    primaug.PrimAugConfig(factor=2.5)
   # A rule of nonterminals alone writes nothing: the application forced
   # into copy i is one with terminals, so no "copy" is the pair itself.
   from csl_jax.qcfg.rules import parse_rules  # pylint: disable=g-import-not-at-top

@@ -223,6 +223,13 @@ def test_bad_settings_are_clear_errors(run):
   tmp_path, run_data = run
   with pytest.raises(InputError, match="distribution"):
     PCFGBTConfig(grammar="x.cfg", distribution="zipf")
+  # Refused before the reverse model trains, not after.
+  for name, value in (("num_samples", -5), ("beam_size", 0),
+                      ("decode_batch_size", 0), ("max_depth", 0),
+                      ("max_consecutive_duplicates", 0),
+                      ("reverse_max_input_len", -1)):
+    with pytest.raises(InputError, match=f"pcfg_bt {name} must be >="):
+      PCFGBTConfig(grammar="x.cfg", **{name: value})
   with pytest.raises(InputError, match="needs a CFG of the programs"):
     PCFGBT(PCFGBTConfig()).stages(run_data, str(tmp_path / "x"))
   no_test = base.RunData(run_data.directory, {"train": run_data.train})

@@ -320,6 +320,13 @@ def test_uat_bad_config(clear_gin):
     uat.UAT(alpha=1.5)
   with pytest.raises(InputError):
     uat.UAT(mode="x")
+  # A gin binding of the wrong type: one line, not a comparison's TypeError.
+  with pytest.raises(InputError, match="UAT.alpha must be of type float"):
+    uat.UAT(alpha="0.5")
+  with pytest.raises(InputError, match="UAT.num_shards must be of type int"):
+    uat.UAT(num_shards="2")
+  with pytest.raises(InputError, match="CMaxEnt.tol must be of type float"):
+    selection.get("cmaxent").__class__(tol="x")
   gin.parse_config("UAT.alpha = 1.0")
   assert selection.get("uat").alpha == 1.0
 

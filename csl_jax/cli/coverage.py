@@ -3,6 +3,7 @@
 import argparse
 
 from csl_jax.cli import stage
+from csl_jax.errors import InputError
 
 
 def add_parser(subparsers) -> None:
@@ -20,6 +21,8 @@ def add_parser(subparsers) -> None:
 
 def main(args: argparse.Namespace) -> int:
   from csl_jax.methods.csl import coverage as coverage_lib  # pylint: disable=g-import-not-at-top
+  if args.max_nts is not None and args.max_nts < 0:
+    raise InputError(f"--max_nts must be >= 0, got {args.max_nts}")
   stage.run(args.out, coverage_lib.coverage, args.grammar, args.data,
             **stage.given(args, "max_nts", "max_source_len",
                           "max_target_len", "skip_malformed",

@@ -8,6 +8,7 @@ import argparse
 import gc
 import os
 import sys
+import tokenize
 from typing import List, Optional
 
 # Before TensorFlow or JAX can be imported: no CUDA probe noise on CPU.
@@ -114,7 +115,8 @@ def configure_gin(module, args: argparse.Namespace, files: List[str],
       logging.info("gin: %s first (the dataset's settings for the "
                    "methods; your gin files and bindings override them)",
                    ", ".join(defaults))
-  except (IOError, ValueError, SyntaxError) as e:
+  except (IOError, ValueError, SyntaxError, tokenize.TokenError) as e:
+    # TokenError: an unclosed bracket in a binding or a gin file.
     raise InputError(f"gin configuration: {e}") from None
 
 

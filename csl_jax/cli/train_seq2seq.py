@@ -9,6 +9,7 @@ Model and training sizes come from gin (`seq2seq.Seq2SeqConfig.*`,
 
 import argparse
 import dataclasses
+import glob
 import os
 
 from csl_jax.cli import stage
@@ -67,6 +68,13 @@ def _register(task, data_dir, synthetic) -> None:
         methods, _ = tasks.registry.find_methods(data_dir)
         tasks.register_run(data_dir, name=_base_name(task, methods))
       else:
+        # A malformed line is named here, not by a TensorFlow assertion
+        # in the middle of training (a run directory's files are checked
+        # by `csl-jax augment`).
+        from csl_jax.data import tsv  # pylint: disable=g-import-not-at-top
+        for path in sorted(glob.glob(os.path.join(data_dir, "*.tsv"))) + (
+            [synthetic] if synthetic else []):
+          tsv.read_tsv(path, allow_empty=True)
         tasks.register_dataset(_base_name(task, ["csl"]), data_dir,
                                synthetic_tsv=synthetic)
     except ValueError as e:

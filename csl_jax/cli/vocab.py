@@ -27,10 +27,16 @@ def add_parser(subparsers) -> None:
 
 
 def main(args) -> int:
-  import tasks  # pylint: disable=g-import-not-at-top
+  # pylint: disable=g-import-not-at-top
+  import tasks
+  from csl_jax.data import tsv
+  # pylint: enable=g-import-not-at-top
+  if args.vocab_size < 1:
+    raise InputError(f"--vocab_size must be >= 1, got {args.vocab_size}")
   for path in args.tsv:
     if not os.path.exists(path):
       raise InputError("no such file", path)
+    tsv.read_tsv(path)  # a malformed line, bad UTF-8, an empty file: named
   os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
   try:
     path = tasks.train_sentencepiece(args.tsv, args.out, args.vocab_size,

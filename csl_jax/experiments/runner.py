@@ -672,7 +672,8 @@ def experiment(out_dir: str,
                 run_dir, dataset=dataset,
                 split=split if spec.splits else None,
                 data_dir=data_dir, dataset_options=dataset_options,
-                methods=needed, select=selectors, select_num=select_num,
+                methods=needed, select=selectors,
+                select_num=select_num if selectors else None,
                 select_seed=seed if per_seed else 0, wait=wait)
         except bundle_lib.Pending as e:
           waiting.extend(e.cells)

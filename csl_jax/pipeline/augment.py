@@ -162,6 +162,9 @@ def _augment(run_dir, dataset, split, data_dir, dataset_options, methods,
   selectors = selection.parse(select)  # fail before any work on a bad name
   if selectors and (select_num is None or select_num < 1):
     raise InputError("--select needs --select_num K with K >= 1")
+  if not selectors and select_num is not None:
+    raise InputError("--select_num needs --select (a selector to keep "
+                     "that many)")
   chosen = [method_base.get(m) for m in methods]
   options = dict(dataset_options or {})
   with lock.run_lock(run_dir, wait):

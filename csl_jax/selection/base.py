@@ -48,11 +48,13 @@ def parse(select) -> List[str]:
   """
   if not select:
     return []
-  items = select.split(",") if isinstance(select, str) else list(select)
+  items = [select] if isinstance(select, str) else list(select)
   for n in items:
     if not isinstance(n, str):
       raise InputError(f"selector {n!r} is not a name; valid: "
                        f"{', '.join(names())}")
+  # `--select uat,cmaxent` as well as `--select uat cmaxent`.
+  items = [part for n in items for part in n.split(",")]
   chosen = list(dict.fromkeys(n.strip() for n in items if n.strip()))
   for n in chosen:
     get(n)

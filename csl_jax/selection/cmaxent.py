@@ -32,6 +32,7 @@ import gin
 import numpy as np
 import scipy.sparse
 
+from csl_jax import configs
 from csl_jax.data.tsv import Example
 from csl_jax.errors import InputError
 from csl_jax.selection import base
@@ -157,6 +158,12 @@ class _Base:
                tol: float = 1e-9, num_shards: int = 1,
                runner: Optional[str] = None,
                pipeline_args: Sequence[str] = ()):
+    for name, value, kind in (("abstraction", abstraction, str),
+                              ("weighting", weighting, str),
+                              ("tol", tol, float),
+                              ("num_shards", num_shards, int),
+                              ("runner", runner, Optional[str])):
+      configs.check_type(f"{type(self).__name__}.{name}", value, kind)
     if weighting not in diversity.WEIGHTINGS:
       raise InputError(f"{type(self).__name__}.weighting must be one of "
                        f"{', '.join(diversity.WEIGHTINGS)}, got {weighting!r}")

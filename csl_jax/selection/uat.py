@@ -21,6 +21,7 @@ from typing import Optional, Sequence
 import gin
 import numpy as np
 
+from csl_jax import configs
 from csl_jax.data.tsv import Example
 from csl_jax.errors import InputError
 from csl_jax.selection import base
@@ -117,6 +118,12 @@ class UAT:
                mode: str = "two_phase", num_shards: int = 1,
                runner: Optional[str] = None,
                pipeline_args: Sequence[str] = ()):
+    for name, value, kind in (("alpha", alpha, float),
+                              ("abstraction", abstraction, str),
+                              ("mode", mode, str),
+                              ("num_shards", num_shards, int),
+                              ("runner", runner, Optional[str])):
+      configs.check_type(f"UAT.{name}", value, kind)
     if not 0.0 <= alpha <= 1.0:
       raise InputError(f"UAT.alpha must be in [0, 1], got {alpha}")
     if mode not in MODES:

@@ -50,6 +50,8 @@ class AugZeroConfig:
   seed: int = 0
 
   def __post_init__(self):
+    from csl_jax import configs  # pylint: disable=g-import-not-at-top
+    configs.check_types(self)
     if self.k < 2:
       raise InputError(f"augzero k must be >= 2, got {self.k}")
     if not 0.0 < self.mix_prob <= 1.0:

@@ -96,6 +96,18 @@ class PCFGBTConfig:
     if self.reverse_num_steps < 0:
       raise InputError(f"pcfg_bt reverse_num_steps {self.reverse_num_steps}"
                        ": 0 (the TrainConfig's) or more")
+    for name in ("num_samples", "max_consecutive_duplicates", "beam_size",
+                 "decode_batch_size"):
+      if getattr(self, name) < 1:
+        raise InputError(f"pcfg_bt {name} must be >= 1, got "
+                         f"{getattr(self, name)}")
+    if self.max_depth is not None and self.max_depth < 1:
+      raise InputError(f"pcfg_bt max_depth must be >= 1 or None, got "
+                       f"{self.max_depth}")
+    for name in ("reverse_max_input_len", "reverse_max_target_len"):
+      if getattr(self, name) < 0:
+        raise InputError(f"pcfg_bt {name} must be >= 0 (0: the "
+                         f"Seq2SeqConfig's), got {getattr(self, name)}")
     if self.distribution not in DISTRIBUTIONS:
       raise InputError(f"pcfg_bt distribution {self.distribution!r}: one of "
                        f"{', '.join(DISTRIBUTIONS)}")

@@ -48,6 +48,8 @@ class PrimAugConfig:
   seed: int = 0
 
   def __post_init__(self):
+    from csl_jax import configs  # pylint: disable=g-import-not-at-top
+    configs.check_types(self)
     if self.factor < 2:
       raise InputError(f"primaug factor must be >= 2, got {self.factor}")
     if self.attempts < 1:
