@@ -96,6 +96,15 @@ def check_types(config: Any) -> None:
                getattr(config, field.name), hints.get(field.name, Any))
 
 
+def check_init_types(obj: Any, arguments: Mapping[str, Any]) -> None:
+  """`check_types` for a class's `__init__` arguments (call it with
+  `locals()` first thing in `__init__`): each annotated one is checked."""
+  hints = typing.get_type_hints(type(obj).__init__)
+  for name, value in arguments.items():
+    if name in hints and name != "return":
+      check_type(f"{type(obj).__name__}.{name}", value, hints[name])
+
+
 def check_type(name: str, value: Any, annotation: Any) -> None:
   """Raises InputError naming `name` when `value` is not an `annotation`
   (the checks of `check_types`, for a setting that is not a dataclass's)."""

@@ -158,12 +158,7 @@ class _Base:
                tol: float = 1e-9, num_shards: int = 1,
                runner: Optional[str] = None,
                pipeline_args: Sequence[str] = ()):
-    for name, value, kind in (("abstraction", abstraction, str),
-                              ("weighting", weighting, str),
-                              ("tol", tol, float),
-                              ("num_shards", num_shards, int),
-                              ("runner", runner, Optional[str])):
-      configs.check_type(f"{type(self).__name__}.{name}", value, kind)
+    configs.check_init_types(self, locals())  # a gin binding of wrong type
     if weighting not in diversity.WEIGHTINGS:
       raise InputError(f"{type(self).__name__}.weighting must be one of "
                        f"{', '.join(diversity.WEIGHTINGS)}, got {weighting!r}")

@@ -118,12 +118,7 @@ class UAT:
                mode: str = "two_phase", num_shards: int = 1,
                runner: Optional[str] = None,
                pipeline_args: Sequence[str] = ()):
-    for name, value, kind in (("alpha", alpha, float),
-                              ("abstraction", abstraction, str),
-                              ("mode", mode, str),
-                              ("num_shards", num_shards, int),
-                              ("runner", runner, Optional[str])):
-      configs.check_type(f"UAT.{name}", value, kind)
+    configs.check_init_types(self, locals())  # a gin binding of wrong type
     if not 0.0 <= alpha <= 1.0:
       raise InputError(f"UAT.alpha must be in [0, 1], got {alpha}")
     if mode not in MODES:
