@@ -126,6 +126,25 @@ def test_beam_search_matches_twin(twin_model, search):
     assert score == pytest.approx(want_score, abs=1e-4)
 
 
+@pytest.mark.parametrize("search", [decode.beam_search,
+                                    decode.beam_search_cached])
+def test_beam_search_prefers_a_finished_beam(search):
+  # Found by a review: after 3 steps the top beam is `2 2 2`, cut at
+  # max_len without EOS; a lower beam is `EOS`. The finished one is the
+  # output (no length penalty: the cut beam scores higher by being cut).
+  cfg = models.Seq2SeqConfig(vocab_size=6, d_model=16, num_heads=2, d_ff=32,
+                             num_layers=2, dropout=0.0, max_input_len=8,
+                             max_target_len=6)
+  model, params = models.init_params(cfg, jax.random.PRNGKey(0))
+  inputs = np.zeros((1, 8), np.int32)
+  inputs[0, :5] = [5, 3, 4, 2, 1]
+  tokens, score = search(model, params, jnp.asarray(inputs), 3, 4)
+  want, want_score = decode_reference.beam_search(params, cfg, inputs, 3, 4)
+  np.testing.assert_array_equal(np.asarray(tokens)[0], want[0])
+  assert float(score[0]) == pytest.approx(want_score[0], abs=1e-4)
+  assert decode.EOS_ID in want[0].tolist()
+
+
 def test_cached_step_logits_match_the_full_decoder(twin_model):
   """Position by position, with absolute positions too: the cached step's
   logits equal the full decoder's at that position."""

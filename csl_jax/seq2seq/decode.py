@@ -120,6 +120,16 @@ def _advance_beams(i, log_p, outputs, scores, done):
           done | (token == EOS_ID)), beam
 
 
+def _best(outputs, scores, done):
+  """Each row's best finished beam, else its best beam: a beam cut at
+  max_len without EOS scores higher than one that ended (no length
+  penalty: every token lowers the score), but is no output."""
+  # top_k sorts best first: the first finished beam is the best finished.
+  pick = jnp.where(done.any(1), jnp.argmax(done, 1), 0)
+  rows = jnp.arange(outputs.shape[0])
+  return outputs[rows, pick], scores[rows, pick]
+
+
 def _start_beams(batch, k, max_len):
   # Only beam 0 is live at first, so the k start beams are not duplicates.
   scores = jnp.tile(jnp.array([0.0] + [models.NEG_INF] * (k - 1)), (batch, 1))
@@ -157,14 +167,14 @@ def beam_search_cached(model, params, inputs, max_len: int, beam_size: int):
     state, cache = step(i, state, cache, state[0][:, :, i - 1].reshape(-1))
     return i + 1, state, cache
 
-  _, (outputs, scores, _), _ = jax.lax.while_loop(cond, body,
-                                                  (1, state, cache))
-  return outputs[:, 0], scores[:, 0]  # top_k sorts, best first.
+  _, state, _ = jax.lax.while_loop(cond, body, (1, state, cache))
+  return _best(*state)
 
 
 @functools.partial(jax.jit, static_argnums=(0, 3, 4))
 def beam_search(model, params, inputs, max_len: int, beam_size: int):
-  """Best of `beam_size` beams by total log-probability (no length penalty).
+  """Best of `beam_size` beams by total log-probability (no length penalty),
+  a finished one (EOS) first.
 
   Returns ([batch, max_len] tokens, [batch] log-probabilities). No cache.
   """
@@ -178,9 +188,8 @@ def beam_search(model, params, inputs, max_len: int, beam_size: int):
                             state[0].reshape(batch * k, max_len), i)
     return _advance_beams(i, log_p, *state)[0]
 
-  outputs, scores, _ = jax.lax.fori_loop(0, max_len, body,
-                                         _start_beams(batch, k, max_len))
-  return outputs[:, 0], scores[:, 0]  # top_k sorts, best first.
+  return _best(*jax.lax.fori_loop(0, max_len, body,
+                                  _start_beams(batch, k, max_len)))
 
 
 def strip_eos(tokens: np.ndarray) -> List[List[int]]:

@@ -40,7 +40,8 @@ def greedy_decode(params, cfg, inputs, max_len: int) -> np.ndarray:
 
 
 def _beam_one(params, cfg, row, max_len, k):
-  """(tokens, log-probability) of the best of k beams for one input."""
+  """(tokens, log-probability) of the best of k beams for one input, a
+  finished one first."""
   beams = [((), 0.0, False)]
   for i in range(max_len):
     candidates = []
@@ -53,7 +54,8 @@ def _beam_one(params, cfg, row, max_len, k):
       candidates += [(tokens + (t,), score + log_p[t], t == EOS_ID)
                      for t in range(cfg.vocab_size)]
     beams = sorted(candidates, key=lambda c: -c[1])[:k]
-  return beams[0][:2]
+  finished = [b for b in beams if b[2]]  # a beam that ended, if any
+  return (finished or beams)[0][:2]
 
 
 def beam_search(params, cfg, inputs, max_len: int,
