@@ -178,7 +178,9 @@ def test_predict_ids_in_input_order(twin_model, beam_size):
   (the last one partial): each input's ids are the twin's for it, in the
   order given."""
   model, params, _ = twin_model
-  rng = np.random.RandomState(0)
+  # Inputs whose outputs differ under greedy and beam 3 (beam search,
+  # preferring finished beams, gives short outputs, often the same).
+  rng = np.random.RandomState(11)
   inputs = [list(rng.randint(2, TWIN.vocab_size, n)) + [decode.EOS_ID]
             for n in (1, 5, 2, 3, 5, 1, 4, 2, 3, 1, 4)]
   padded = np.zeros((len(inputs), TWIN.max_input_len), np.int64)
