@@ -33,10 +33,8 @@ def main(args) -> int:
   # pylint: enable=g-import-not-at-top
   if args.vocab_size < 1:
     raise InputError(f"--vocab_size must be >= 1, got {args.vocab_size}")
-  for path in args.tsv:
-    if not os.path.exists(path):
-      raise InputError("no such file", path)
-    tsv.read_tsv(path)  # a malformed line, bad UTF-8, an empty file: named
+  for path in args.tsv:  # missing, a directory, a malformed line, bad
+    tsv.read_tsv(path)  # UTF-8 or an empty file: named, before training
   os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
   try:
     path = tasks.train_sentencepiece(args.tsv, args.out, args.vocab_size,

@@ -167,8 +167,7 @@ class _Base:
     self.abstraction = abstraction
     self.weighting = weighting
     self.tol = float(tol)
-    if (not isinstance(num_shards, int) or isinstance(num_shards, bool)
-        or num_shards < 1):
+    if num_shards < 1:  # its type: check_init_types
       raise InputError(f"{type(self).__name__}.num_shards must be an "
                        f"integer >= 1, got {num_shards!r}")
     self.num_shards = num_shards
