@@ -94,6 +94,13 @@ def test_uniform_and_train_programs_by_hand(run):
                                            "productions": 5}
   assert "known_tokens_only" not in _method(tmp_path).stages(
       run_data, workdir)[0].config
+  # Backtranslations by beam search are keyed on what beam search returns
+  # (a finished beam first since session 33); greedy ones keep their key.
+  from csl_jax.seq2seq import config as seq2seq_config  # pylint: disable=g-import-not-at-top
+  assert _method(tmp_path).stages(run_data, workdir)[-1].config[
+      "beam_search"] == seq2seq_config.BEAM_SEARCH_VERSION
+  assert "beam_search" not in _method(tmp_path, beam_size=1).stages(
+      run_data, workdir)[-1].config
   # P_test (oracle): only the test outputs' productions.
   oracle = _run_programs(_method(tmp_path, distribution="test"), run_data,
                         workdir)

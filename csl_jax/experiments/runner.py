@@ -214,7 +214,8 @@ def _cell_stage(cell: grid_lib.Cell, run_dir: str, synthetic: Optional[str],
       **({"mixing": ctx.mixing[cell.data]}
          if ctx.mixing.get(cell.data, "equal") != "equal" and
          not pretrain else {}),
-      "decode": {"beam_size": ctx.beam_size, "parts": list(ctx.eval_parts)},
+      "decode": {**seq2seq_config.decode_key(ctx.beam_size),
+                 "parts": list(ctx.eval_parts)},
       # Only when set: the arrays trainer draws other batches (arrays.py).
       **({"trainer": "bundle"} if ctx.bundle else {}),
       # Only when set; the checkpoints are what it chooses from.

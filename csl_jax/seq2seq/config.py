@@ -6,7 +6,7 @@ pipeline's `augment` binds them for pcfg_bt's reverse model).
 """
 
 import dataclasses
-from typing import Optional
+from typing import Dict, Optional
 
 import gin
 
@@ -103,3 +103,16 @@ def train_key(config: TrainConfig) -> dict:
     for name in ("curriculum", "curriculum_start", "curriculum_end"):
       del key[name]
   return key
+
+
+# What beam search returns, for the keys of cached decodings: 2, the best
+# finished beam of the final k (session 33); before, the top beam even when
+# cut at max_len. Greedy decoding (beam 1) did not change: its keys stay.
+BEAM_SEARCH_VERSION = 2
+
+
+def decode_key(beam_size: int) -> Dict[str, int]:
+  """The decoding settings a cached output depends on."""
+  if beam_size == 1:
+    return {"beam_size": 1}
+  return {"beam_size": beam_size, "beam_search": BEAM_SEARCH_VERSION}

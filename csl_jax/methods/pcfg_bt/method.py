@@ -25,6 +25,7 @@ import gin
 from csl_jax import configs
 from csl_jax.errors import InputError
 from csl_jax.methods import base
+from csl_jax.seq2seq.config import decode_key
 
 DISTRIBUTIONS = ("train", "uniform", "test")
 REVERSE_VOCABULARIES = ("tasks", "word")
@@ -485,7 +486,7 @@ class PCFGBT:
       settings = {"model": configs.to_json(model_config),
                   "train": configs.to_json(train_config),
                   "vocabulary": vocabulary,
-                  "beam_size": self.config.beam_size,
+                  **decode_key(self.config.beam_size),
                   "eval_part": self.eval_part if evaluate else None,
                   "trainer": "bundle"}
       return [programs, base.Stage(
@@ -512,7 +513,7 @@ class PCFGBT:
                         [os.path.join(model_dir, WORD_SPM)]
                         if kind == "word" else []) + (
                         [evaluate] if evaluate else []),
-                   {"beam_size": self.config.beam_size,
+                   {**decode_key(self.config.beam_size),
                     "vocabulary": vocabulary,
                     "model_steps": train_config.num_steps,
                     "eval_part": self.eval_part if evaluate else None},
