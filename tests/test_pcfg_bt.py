@@ -209,6 +209,24 @@ def test_reverse_num_steps_trains_only_the_reverse_model_longer(run):
     PCFGBTConfig(grammar="x.cfg", reverse_num_steps=-1)
 
 
+def test_reverse_seed_retrains_only_the_reverse_model(run):
+  """An experiment binds reverse_seed per seed (synthetic_seed_params):
+  each seed's reverse model is its own, the programs are the seed's
+  sampling alone."""
+  tmp_path, run_data = run
+  settings = (("p", {}), ("s", {"reverse_seed": 7}),
+              ("z", {"reverse_seed": STEPS.seed}))
+  plain, seeded, same = ({s.name: s.config for s in _method(
+      tmp_path, **kw).stages(run_data, str(tmp_path / name))}
+                         for name, kw in settings)
+  assert plain["programs"] == seeded["programs"] == same["programs"]
+  assert seeded["reverse_model"]["train"] == dict(
+      plain["reverse_model"]["train"], seed=7)
+  assert same["reverse_model"] == plain["reverse_model"]  # None: binding's
+  with pytest.raises(InputError, match="reverse_seed"):
+    PCFGBTConfig(grammar="x.cfg", reverse_seed="1")
+
+
 def test_reverse_absolute_positions_change_only_the_reverse_model(run):
   tmp_path, run_data = run
   settings = (("p", {}), ("a", {"reverse_absolute_positions": True}),

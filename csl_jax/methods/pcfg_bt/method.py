@@ -70,6 +70,11 @@ class PCFGBTConfig:
       `seq2seq.TrainConfig` binding's (an experiment's forward budget,
       which may leave the reverse model undertrained: BENCHMARKS "Issue 13
       → The reverse model's budget").
+    reverse_seed: the reverse model's training seed (initialization and
+      data order); None: the `seq2seq.TrainConfig` binding's. An experiment
+      lists `PCFGBTConfig.reverse_seed` in `synthetic_seed_params` to train
+      one reverse model per seed, so that the seeds' spread includes the
+      reverse model's (BENCHMARKS "Issue 13 → One reverse model per seed").
     reverse_absolute_positions: whether the reverse model adds sinusoidal
       absolute positions; None: the `seq2seq.Seq2SeqConfig` binding's. A
       forward model writing long outputs wants them, a reverse model
@@ -90,6 +95,7 @@ class PCFGBTConfig:
   reverse_max_input_len: int = 0
   reverse_max_target_len: int = 0
   reverse_num_steps: int = 0
+  reverse_seed: Optional[int] = None
   reverse_absolute_positions: Optional[bool] = None
 
   def __post_init__(self):
@@ -439,6 +445,8 @@ class PCFGBT:
     if self.config.reverse_num_steps:
       train = dataclasses.replace(train,
                                   num_steps=self.config.reverse_num_steps)
+    if self.config.reverse_seed is not None:
+      train = dataclasses.replace(train, seed=self.config.reverse_seed)
     if self.config.reverse_absolute_positions is not None:
       changes["absolute_positions"] = self.config.reverse_absolute_positions
     return dataclasses.replace(model, **changes), train
@@ -465,7 +473,7 @@ class PCFGBT:
     for key in ("beam_size", "decode_batch_size", "grammar",
                 "reverse_vocabulary", "reverse_max_input_len",
                 "reverse_max_target_len", "reverse_num_steps",
-                "reverse_absolute_positions"):
+                "reverse_seed", "reverse_absolute_positions"):
       sampling.pop(key)
     if not self.config.known_tokens_only:
       sampling.pop("known_tokens_only")  # the key it had before the option
