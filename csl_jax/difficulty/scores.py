@@ -22,6 +22,7 @@ from typing import Dict, List, Sequence, Tuple
 import numpy as np
 
 from csl_jax.difficulty import kmeans as kmeans_lib
+from csl_jax.errors import InputError
 
 SCORES = ("length", "primitives", "prototype", "learning")
 
@@ -79,7 +80,6 @@ def score(name: str, pairs: Sequence[Tuple[str, str]], seed: int = 0,
   if name == "learning":
     values, figures = learning(runs)
     if len(values) != len(pairs):
-      from csl_jax.errors import InputError  # pylint: disable=g-import-not-at-top
       raise InputError(f"the runs tracked {len(values)} examples, the "
                        f"training set has {len(pairs)}")
     return values, figures
@@ -89,10 +89,8 @@ def score(name: str, pairs: Sequence[Tuple[str, str]], seed: int = 0,
     return primitives(pairs), {}
   if name == "prototype":
     if k < 1:
-      from csl_jax.errors import InputError  # pylint: disable=g-import-not-at-top
       raise InputError(f"prototype difficulty: k (--k) must be >= 1, got {k}")
     return prototype(pairs, k=k, seed=seed)
-  from csl_jax.errors import InputError  # pylint: disable=g-import-not-at-top
   raise InputError(f"difficulty score {name!r}: one of {', '.join(SCORES)}")
 
 
@@ -102,7 +100,6 @@ def learning(run_dirs: Sequence[str], patience: int = 10
   step from which it is predicted right at `patience` evaluations in a row
   (the last step tracked if never), averaged over the runs (seeds). The
   runs are trainings with `seq2seq.TrainConfig.track_train_every` > 0."""
-  from csl_jax.errors import InputError  # pylint: disable=g-import-not-at-top
   if not run_dirs:
     raise InputError("learning difficulty needs the trained runs (--runs): "
                      "trainings with seq2seq.TrainConfig.track_train_every "

@@ -470,10 +470,9 @@ class PCFGBT:
                          f"{self.eval_part!r} part")
     evaluate = data.splits.get(self.eval_part) if self.eval_part else None
     sampling = configs.to_json(self.config)
-    for key in ("beam_size", "decode_batch_size", "grammar",
-                "reverse_vocabulary", "reverse_max_input_len",
-                "reverse_max_target_len", "reverse_num_steps",
-                "reverse_seed", "reverse_absolute_positions"):
+    # The programs depend on none of the decoding or reverse_* settings.
+    for key in [k for k in sampling if k.startswith("reverse_")] + [
+        "beam_size", "decode_batch_size", "grammar"]:
       sampling.pop(key)
     if not self.config.known_tokens_only:
       sampling.pop("known_tokens_only")  # the key it had before the option
