@@ -67,7 +67,7 @@ def _texts(name, split="train", n=None, **kwargs):
           for ex in ds.as_numpy_iterator()]
 
 
-def _sources(name, n=2000):
+def _sources(name, n=1000):
   """How many of n shuffled draws came from each file (input prefix)."""
   drawn = _texts(name, n=n, shuffle=True, seed=0, num_epochs=None)
   assert len(drawn) == n
@@ -123,9 +123,9 @@ def test_all_mixture_draws_original_half_and_methods_equally(run):
   # 10 original, 30 csl, 5 geca pairs; rates, not sizes, set the shares.
   counts = _sources("t_run_all_mixture")
   assert set(counts) == {"orig", "csl", "geca"}
-  assert 0.45 <= counts["orig"] / 2000 <= 0.55
-  assert 0.20 <= counts["csl"] / 2000 <= 0.30
-  assert 0.20 <= counts["geca"] / 2000 <= 0.30
+  assert 0.45 <= counts["orig"] / 1000 <= 0.55
+  assert 0.20 <= counts["csl"] / 1000 <= 0.30
+  assert 0.20 <= counts["geca"] / 1000 <= 0.30
 
 
 def test_mixture_eval_split_is_the_original_test_split(run):
@@ -155,7 +155,7 @@ def test_rates_are_configurable(tmp_path):
         "t_rates": 2.0, "t_rates_csl_synthetic": 0.5,
         "t_rates_geca_synthetic": 1.5}
     names = registry.register_run(run_dir, vocabulary=BYTES, synthetic_rate=3)
-    assert 0.20 <= _sources(names.mixture)["orig"] / 2000 <= 0.30
+    assert 0.20 <= _sources(names.mixture)["orig"] / 1000 <= 0.30
   finally:
     registry.unregister_dataset("t_rates")
 

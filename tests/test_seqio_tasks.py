@@ -58,7 +58,7 @@ def _texts(name, split, n=None, **kwargs):
           for ex in ds.as_numpy_iterator()]
 
 
-def _original_share(name, original, n=2000):
+def _original_share(name, original, n=1000):
   inputs = {i for i, _ in original}
   drawn = _texts(name, "train", n, shuffle=True, seed=0, num_epochs=None)
   assert len(drawn) == n
