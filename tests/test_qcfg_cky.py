@@ -11,6 +11,7 @@ from csl_jax.cky import qcfg_reference as ref
 from csl_jax.cky.grammar_arrays import encode_qcfg
 from csl_jax.errors import InputError
 from csl_jax.qcfg.rules import Rule, parse_rules
+from csl_jax.testing import strategies
 from csl_jax.testing.strategies import expand
 
 
@@ -129,8 +130,8 @@ TGT_VOCAB = ["A", "B"]
 
 @st.composite
 def rules_strategy(draw):
-  num_nts = draw(st.integers(0, 3))
-  src = draw(st.lists(st.sampled_from(SRC_VOCAB), max_size=2))
+  num_nts = draw(strategies.integers(0, 3))
+  src = draw(strategies.token_lists(tuple(SRC_VOCAB)))
   positions = sorted(draw(st.lists(st.integers(0, len(src)),
                                    min_size=num_nts, max_size=num_nts)))
   source = list(src)
@@ -142,9 +143,9 @@ def rules_strategy(draw):
   order = {old: f"NT_{i + 1}" for i, old in enumerate(seen)}
   source = [order.get(s, s) for s in source]
   target = [f"NT_{k + 1}" for k in range(num_nts)]
-  target += draw(st.lists(st.sampled_from(
-      TGT_VOCAB + [f"NT_{k + 1}" for k in range(num_nts)]), max_size=2))
-  target = draw(st.permutations(target))
+  target += draw(strategies.token_lists(tuple(
+      TGT_VOCAB + [f"NT_{k + 1}" for k in range(num_nts)])))
+  target = strategies.permutation(draw, target)
   if not source or not target:
     hypothesis.assume(False)
   if source == target == ["NT_1"]:

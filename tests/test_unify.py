@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from csl_jax.induction.unifier import GrammarUnifier, RuleCodes
 from csl_jax.induction.unify import canonical, compose, unify
 from csl_jax.qcfg.rules import parse_rule, validate_rule
+from csl_jax.testing import strategies
 
 
 def r(text):
@@ -173,19 +174,19 @@ TGT = ["A", "B"]
 
 @st.composite
 def valid_rules(draw, max_nts=2, max_src_terminals=2, max_tgt_extra=2):
-  num_nts = draw(st.integers(0, max_nts))
+  num_nts = draw(strategies.integers(0, max_nts))
   # No side without tokens: drawing them only to reject them was half the
   # generation time (NT_1 ### NT_1 is still drawn, and rejected).
-  source = draw(st.lists(st.sampled_from(SRC), min_size=int(not num_nts),
-                         max_size=max(max_src_terminals, 1)))
+  source = draw(strategies.token_lists(tuple(SRC), int(not num_nts),
+                                       max(max_src_terminals, 1)))
   for k in range(1, num_nts + 1):
-    source.insert(draw(st.integers(0, len(source))), f"NT_{k}")
+    source.insert(draw(strategies.integers(0, len(source))), f"NT_{k}")
   source = list(canonical(source, ()).source)
   nts = [f"NT_{k}" for k in range(1, num_nts + 1)]
-  target = nts + draw(st.lists(st.sampled_from(TGT + nts),
-                               min_size=int(not num_nts),
-                               max_size=max(max_tgt_extra, 1)))
-  target = draw(st.permutations(target))
+  target = nts + draw(strategies.token_lists(tuple(TGT + nts),
+                                             int(not num_nts),
+                                             max(max_tgt_extra, 1)))
+  target = strategies.permutation(draw, target)
   rule = canonical(source, target)
   hypothesis.assume(not validate_rule(rule))
   return rule
