@@ -132,7 +132,7 @@ TGT_VOCAB = ["A", "B"]
 def rules_strategy(draw):
   num_nts = draw(strategies.integers(0, 3))
   src = draw(strategies.token_lists(tuple(SRC_VOCAB)))
-  positions = sorted(draw(st.lists(st.integers(0, len(src)),
+  positions = sorted(draw(st.lists(strategies.integers(0, len(src)),
                                    min_size=num_nts, max_size=num_nts)))
   source = list(src)
   for k, p in reversed(list(enumerate(positions))):
