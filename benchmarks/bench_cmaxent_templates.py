@@ -1,0 +1,110 @@
+"""Where CMaxEnt's picks go, template by template (issue 14, O5).
+
+  python benchmarks/bench_cmaxent_templates.py --pool /tmp/cogs_pool/csl/candidates.tsv \
+    --out /tmp/cmaxent_templates [--k 5000] [--random_repeats 5] [--top 5]
+
+O5 asks CMaxEnt to cover at least as many abstract templates as a random
+selection of the same size. This script says how a selection spends its k
+examples: for CMaxEnt under each compound weighting ("keysers", the
+default, and "none") and for random selections, the templates covered (also
+after every 1,000 picks, in CMaxEnt's order), the share of the k examples in
+the most frequent template and in the ten most frequent, the mean input and
+output length in tokens, and the top templates with one example each.
+The pool's counts of queries, templates, atoms and compounds come with it.
+
+Writes OUT/templates.json and OUT/templates.md.
+"""
+
+import argparse
+import collections
+import json
+import os
+from typing import Any, Dict, Sequence
+
+import numpy as np
+
+from csl_jax.data import tsv
+from csl_jax.selection import cmaxent
+from csl_jax.selection import diversity
+
+
+def spend(features: diversity.PoolFeatures, pool: Sequence[tsv.Example],
+          indices: np.ndarray, top: int) -> Dict[str, Any]:
+  """How a selection of example `indices` spreads over the templates."""
+  tmpl = features.template_of[features.query_of[indices]]
+  counts = collections.Counter(tmpl.tolist())
+  k = len(indices)
+  covered, seen = [], set()
+  for i, t in enumerate(tmpl.tolist(), 1):
+    seen.add(t)
+    if i % 1000 == 0:
+      covered.append(len(seen))
+  tops = []
+  for t, n in counts.most_common(top):
+    ex = pool[int(indices[np.flatnonzero(tmpl == t)[0]])]
+    tops.append({"template": features.templates[t], "examples": n,
+                 "example": f"{ex.input}\t{ex.output}"})
+  return {
+      "templates_covered": len(counts),
+      "covered_after_each_1000": covered,
+      "top1_share": counts.most_common(1)[0][1] / k,
+      "top10_share": sum(n for _, n in counts.most_common(10)) / k,
+      "mean_input_tokens": float(np.mean(
+          [len(pool[i].input.split()) for i in indices])),
+      "mean_output_tokens": float(np.mean(
+          [len(pool[i].output.split()) for i in indices])),
+      "top": tops}
+
+
+def main():
+  parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  parser.add_argument("--pool", required=True)
+  parser.add_argument("--out", required=True)
+  parser.add_argument("--k", type=int, default=5000)
+  parser.add_argument("--random_repeats", type=int, default=5)
+  parser.add_argument("--top", type=int, default=5)
+  args = parser.parse_args()
+  pool = tsv.read_tsv(args.pool)
+  record: Dict[str, Any] = {"pool": args.pool, "k": args.k, "rows": {}}
+  features = None
+  for weighting in diversity.WEIGHTINGS:
+    features = diversity.featurize(pool, "auto", weighting)
+    picks = cmaxent.greedy_queries(features, args.k)
+    indices = cmaxent.examples_for(picks, features, 0)
+    record["rows"][f"cmaxent ({weighting})"] = spend(
+        features, pool, indices, args.top)
+  record["pool_counts"] = {
+      "examples": len(pool), "queries": len(features.query_count),
+      "templates": len(features.templates),
+      "atoms": len(features.atom_names),
+      "compounds": len(features.compound_names)}
+  rng = np.random.default_rng(0)
+  for r in range(args.random_repeats):
+    record["rows"][f"random (seed {r})"] = spend(
+        features, pool, rng.permutation(len(pool))[:args.k], args.top)
+  os.makedirs(args.out, exist_ok=True)
+  with open(os.path.join(args.out, "templates.json"), "w") as f:
+    json.dump(record, f, indent=1)
+  lines = [f"k = {args.k}; pool: {record['pool_counts']}", "",
+           "| selection | templates | after each 1,000 | top-1 share | "
+           "top-10 share | mean input / output tokens |",
+           "|---|---|---|---|---|---|"]
+  for name, row in record["rows"].items():
+    lines.append(
+        f"| {name} | {row['templates_covered']} | "
+        f"{', '.join(map(str, row['covered_after_each_1000']))} | "
+        f"{row['top1_share']:.3f} | {row['top10_share']:.3f} | "
+        f"{row['mean_input_tokens']:.2f} / {row['mean_output_tokens']:.2f} |")
+  for name, row in record["rows"].items():
+    if name.startswith("random") and not name.endswith("0)"):
+      continue
+    lines += ["", f"{name}, top templates:"]
+    lines += [f"- {t['examples']}: `{t['template']}`, e.g. `{t['example']}`"
+              for t in row["top"]]
+  with open(os.path.join(args.out, "templates.md"), "w") as f:
+    f.write("\n".join(lines) + "\n")
+  print("\n".join(lines))
+
+
+if __name__ == "__main__":
+  main()
