@@ -29,15 +29,17 @@ from csl_jax.selection import diversity
 
 
 def spend(features: diversity.PoolFeatures, pool: Sequence[tsv.Example],
-          indices: np.ndarray, top: int) -> Dict[str, Any]:
-  """How a selection of example `indices` spreads over the templates."""
+          indices: np.ndarray, top: int, every: int = 1000
+          ) -> Dict[str, Any]:
+  """How a selection of example `indices`, in their order, spreads over the
+  templates (`covered_after`: templates covered after each `every`)."""
   tmpl = features.template_of[features.query_of[indices]]
   counts = collections.Counter(tmpl.tolist())
   k = len(indices)
   covered, seen = [], set()
   for i, t in enumerate(tmpl.tolist(), 1):
     seen.add(t)
-    if i % 1000 == 0:
+    if i % every == 0:
       covered.append(len(seen))
   tops = []
   for t, n in counts.most_common(top):
@@ -46,7 +48,7 @@ def spend(features: diversity.PoolFeatures, pool: Sequence[tsv.Example],
                  "example": f"{ex.input}\t{ex.output}"})
   return {
       "templates_covered": len(counts),
-      "covered_after_each_1000": covered,
+      "covered_after": covered,
       "top1_share": counts.most_common(1)[0][1] / k,
       "top10_share": sum(n for _, n in counts.most_common(10)) / k,
       "mean_input_tokens": float(np.mean(
@@ -92,7 +94,7 @@ def main():
   for name, row in record["rows"].items():
     lines.append(
         f"| {name} | {row['templates_covered']} | "
-        f"{', '.join(map(str, row['covered_after_each_1000']))} | "
+        f"{', '.join(map(str, row['covered_after']))} | "
         f"{row['top1_share']:.3f} | {row['top10_share']:.3f} | "
         f"{row['mean_input_tokens']:.2f} / {row['mean_output_tokens']:.2f} |")
   for name, row in record["rows"].items():

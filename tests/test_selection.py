@@ -602,3 +602,23 @@ def test_beam_uat_equals_local():
         uat.UAT().select(pool, [], 40, seed))
   with pytest.raises(InputError, match="num_shards"):
     uat.UAT(num_shards=0)
+
+
+def test_bench_cmaxent_templates_counts_by_hand(load_script):
+  """The O5 diagnostic's figures on six picks whose templates are known:
+  two `intersection(table, property(entity))`, three `property(entity)`,
+  one bare table."""
+  bench = load_script("bench_cmaxent_templates", "benchmarks")
+  pool = _pool(GEO)
+  features = diversity.featurize(pool, "geoquery", "keysers")
+  row = bench.spend(features, pool, np.array([0, 1, 2, 7, 8, 9]), top=2,
+                    every=2)
+  assert row["templates_covered"] == 3
+  assert row["covered_after"] == [1, 2, 3]
+  assert row["top1_share"] == 0.5 and row["top10_share"] == 1.0
+  assert row["mean_output_tokens"] == pytest.approx((12 + 12 + 7 * 3 + 4) / 6)
+  assert row["mean_input_tokens"] == 2.0
+  first, second = row["top"]
+  assert first["examples"] == 3 and second["examples"] == 2
+  assert first["template"] == "answer(property(entity))"
+  assert first["example"] == "q2 0\tanswer ( population_1 ( m0 ) )"
