@@ -574,6 +574,36 @@ def test_every_checkpoint_scored_on_dev_and_the_best_kept(trained,
   assert scored["exact_match"] == pytest.approx(best)
 
 
+def test_dispatch_runs_at_most_a_few_steps_ahead(reverse_task, tmp_path,
+                                                 monkeypatch):
+  """No log point in 30 steps, yet no step is dispatched while more than
+  MAX_STEPS_IN_FLIGHT earlier ones may still be computing: a SIGTERM's
+  checkpoint waits for those alone."""
+  outs, blocked, lags = [], [-1], []
+  real_step, real_block = train.train_step, jax.block_until_ready
+
+  def step(*args):
+    lags.append(len(outs) - 1 - blocked[0])  # dispatched, not waited for
+    state, out = real_step(*args)
+    outs.append(out)
+    return state, out
+
+  def block(x):
+    for i, o in enumerate(outs):
+      if o is x:
+        blocked[0] = max(blocked[0], i)
+    return real_block(x)
+
+  monkeypatch.setattr(train, "train_step", step)
+  monkeypatch.setattr(jax, "block_until_ready", block)
+  config = dataclasses.replace(TRAIN, num_steps=30, log_every=50,
+                               checkpoint_every=100)
+  train.train(str(tmp_path / "run"), reverse_task[0], TINY, config,
+              progress=False)
+  assert len(lags) == 30
+  assert max(lags) == train.MAX_STEPS_IN_FLIGHT
+
+
 def test_curriculum_run_resumes_the_same_batches(reverse_task, tmp_path):
   """A repetition curriculum trains from the materialized examples; a run
   killed after a checkpoint resumes to the very same parameters."""

@@ -47,6 +47,12 @@ from csl_jax.summaries import TensorBoardWriter
 CONFIG_FILE = "config.json"
 DATA_STATE_DIR = "data_state"  # the data position at each checkpoint
 LOSS_RECORD_DIR = "loss_record"  # the run's losses and rate at each one
+# Steps dispatched ahead of the device at most. Enough to keep an
+# accelerator busy; few enough that a stop request (SIGTERM), which must
+# wait for every dispatched step before its checkpoint, is honoured within
+# seconds on a CPU instead of a whole `log_every` of queued steps (BENCHMARKS
+# "Issue 15 → SIGTERM within the grace").
+MAX_STEPS_IN_FLIGHT = 8
 
 
 def make_mesh():
@@ -622,6 +628,8 @@ def fit(out_dir: str, model_config, config: TrainConfig,
       else:
         timed_steps += 1
       waiting.append(out)
+      if len(waiting) > MAX_STEPS_IN_FLIGHT:
+        jax.block_until_ready(waiting[-MAX_STEPS_IN_FLIGHT - 1])
       done = step + 1
       if done % config.log_every == 0 or done == config.num_steps:
         scalars = {k: float(v) for k, v in fetch()[-1].items()}
