@@ -603,7 +603,8 @@ def fit(out_dir: str, model_config, config: TrainConfig,
 
   def fetch():
     # Step outputs stay on the device until a log point: the loop
-    # dispatches ahead of the accelerator instead of waiting every step.
+    # dispatches ahead of the accelerator (up to MAX_STEPS_IN_FLIGHT steps)
+    # instead of waiting every step.
     fetched = jax.device_get(waiting)
     waiting.clear()
     history.extend(float(o["loss"]) for o in fetched)
