@@ -419,11 +419,16 @@ def test_killed_run_resumes_the_missing_steps(trained, reverse_task,
   assert signal.getsignal(signal.SIGTERM) == before
   assert train.checkpoint_manager(killed).all_steps() == [160, 171]
   monkeypatch.setattr(train, "learning_rates", learning_rates)
+  # A save a SIGKILL cut short leaves orbax's temporary directory: it
+  # holds no checkpoint, and the rerun removes it.
+  cut = os.path.join(killed, "checkpoints", "175.orbax-checkpoint-tmp")
+  os.makedirs(os.path.join(cut, "default.orbax-checkpoint-tmp"))
   # Rerun: from 171 to the uninterrupted run's parameters and dev choices;
   # 171, off schedule, is no dev candidate.
   more = train.train(killed, reverse_task[0], TINY, TRAIN, progress=False,
                      dev=_dev(reverse_task[0]))
   assert more["start_step"] == 171 and more["steps"] == TRAIN.num_steps
+  assert not os.path.exists(cut)
   # The data position of step 171 was saved with its checkpoint: restored,
   # not 171 batches read again.
   assert more["data_position"] == "restored"

@@ -337,10 +337,15 @@ def load_config(model_dir: str):
   return models.Seq2SeqConfig(**record["model"]), record
 
 
-def checkpoint_manager(out_dir: str) -> ocp.CheckpointManager:
+def checkpoint_manager(out_dir: str, writer: bool = False
+                       ) -> ocp.CheckpointManager:
+  """The run's checkpoints. The `writer` (training, the one process on the
+  run) removes the temporary directory of a save that a kill cut short;
+  a reader must not, lest it remove a save in progress."""
   return ocp.CheckpointManager(
       os.path.abspath(os.path.join(out_dir, "checkpoints")),
-      options=ocp.CheckpointManagerOptions(max_to_keep=2, create=True))
+      options=ocp.CheckpointManagerOptions(
+          max_to_keep=2, create=True, cleanup_tmp_directories=writer))
 
 
 def _pytree(state):
@@ -558,7 +563,7 @@ def fit(out_dir: str, model_config, config: TrainConfig,
   data_sharding, replicated = shardings(make_mesh())
   rng, init_rng = jax.random.split(jax.random.PRNGKey(config.seed))
   state = create_state(model_config, config, init_rng)
-  manager = checkpoint_manager(out_dir)
+  manager = checkpoint_manager(out_dir, writer=True)
   if init_from and manager.latest_step() is None:
     # Only a fresh run: a resumed one has its own, fine-tuned, parameters.
     state = state.replace(params=load_params(init_from)[1])
