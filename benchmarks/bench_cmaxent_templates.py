@@ -16,7 +16,6 @@ Writes OUT/templates.json and OUT/templates.md.
 """
 
 import argparse
-import collections
 import json
 import os
 from typing import Any, Dict, Sequence
@@ -34,23 +33,25 @@ def spend(features: diversity.PoolFeatures, pool: Sequence[tsv.Example],
   """How a selection of example `indices`, in their order, spreads over the
   templates (`covered_after`: templates covered after each `every`)."""
   tmpl = features.template_of[features.query_of[indices]]
-  counts = collections.Counter(tmpl.tolist())
   k = len(indices)
+  counts = np.bincount(tmpl, minlength=len(features.templates))
+  ranked = np.argsort(-counts, kind="stable")
   covered, seen = [], set()
   for i, t in enumerate(tmpl.tolist(), 1):
     seen.add(t)
     if i % every == 0:
       covered.append(len(seen))
   tops = []
-  for t, n in counts.most_common(top):
+  for t in ranked[:top]:
     ex = pool[int(indices[np.flatnonzero(tmpl == t)[0]])]
-    tops.append({"template": features.templates[t], "examples": n,
+    tops.append({"template": features.templates[t],
+                 "examples": int(counts[t]),
                  "example": f"{ex.input}\t{ex.output}"})
   return {
-      "templates_covered": len(counts),
+      "templates_covered": int((counts > 0).sum()),
       "covered_after": covered,
-      "top1_share": counts.most_common(1)[0][1] / k,
-      "top10_share": sum(n for _, n in counts.most_common(10)) / k,
+      "top1_share": int(counts[ranked[0]]) / k,
+      "top10_share": int(counts[ranked[:10]].sum()) / k,
       "mean_input_tokens": float(np.mean(
           [len(pool[i].input.split()) for i in indices])),
       "mean_output_tokens": float(np.mean(
