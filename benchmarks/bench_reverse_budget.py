@@ -14,12 +14,14 @@ positions (`+abs`; the experiments' models have them, and an encoder with
 them meets positions it never trained on in a longer program).
 
   python3 benchmarks/bench_reverse_budget.py --out /tmp/rev \
-      [--settings 1000 4000 1000:32:16 4000+abs] [--dev 1000]
+      [--settings 1000 4000 1000:32:16 4000+abs] [--dev 1000] [--seeds 0 1 2]
 
 A setting is STEPS[:NUM_BUCKETS:MAX_DISTANCE][+abs]. The model is
 gin/experiments/cpu_small.gin's, with the lengths of
 gin/experiments/scan_pcfg_bt.gin's reverse model (64 in, 16 out), word
-vocabulary, greedy decoding.
+vocabulary, greedy decoding. `--seeds` trains each setting once per seed
+(initialization and data order): how far a reverse model extrapolates
+varies by seed (BENCHMARKS.md, Issue 13, "The forward budget doubled again").
 """
 
 import argparse
@@ -84,16 +86,18 @@ def correct(predictions: str):
   return valid / len(rows), right / len(rows)
 
 
-def run_setting(out: str, data: str, setting: str, env) -> dict:
+def run_setting(out: str, data: str, setting: str, seed: int, env) -> dict:
   plain, absolute = (setting[:-len("+abs")], True) if setting.endswith(
       "+abs") else (setting, False)
   parts = plain.split(":")
   flags = [f"--gin.seq2seq.TrainConfig.num_steps={int(parts[0])}",
+           f"--gin.seq2seq.TrainConfig.seed={seed}",
            f"--gin.seq2seq.Seq2SeqConfig.absolute_positions={absolute}"]
   if len(parts) == 3:
     flags += [f"--gin.seq2seq.Seq2SeqConfig.num_buckets={int(parts[1])}",
               f"--gin.seq2seq.Seq2SeqConfig.max_distance={int(parts[2])}"]
-  name = setting.replace(":", "_").replace("+", "_")
+  name = setting.replace(":", "_").replace("+", "_") + (
+      f"_seed{seed}" if seed else "")
   model = os.path.join(out, f"model_{name}")
   task = ["--task", "reverse_budget", "--data_dir", data]
   start = time.time()
@@ -107,7 +111,7 @@ def run_setting(out: str, data: str, setting: str, env) -> dict:
   with open(os.path.join(predictions, "summary.json"), encoding="utf-8") as f:
     exact = json.load(f)["exact_match"]
   valid, right = correct(os.path.join(predictions, "predictions.tsv"))
-  return {"setting": setting, "train_seconds": round(seconds, 1),
+  return {"setting": setting, "seed": seed, "train_seconds": round(seconds, 1),
           "final_loss": round(final_loss, 4), "exact_match": exact,
           "valid": round(100 * valid, 1), "correct": round(100 * right, 1)}
 
@@ -118,6 +122,7 @@ def main() -> None:
   p.add_argument("--settings", nargs="+", default=["1000", "4000"])
   p.add_argument("--train_max", type=int, default=16)
   p.add_argument("--dev", type=int, default=1000)
+  p.add_argument("--seeds", type=int, nargs="+", default=[0])
   args = p.parse_args()
   data = make_data(args.out, args.train_max, args.dev)
   spm = os.path.join(args.out, "vocab", "spm")
@@ -126,15 +131,17 @@ def main() -> None:
             os.path.join(data, "test.tsv"), "--out", spm, "--model_type",
             "word"], env)
   env.update(CSL_JAX_VOCAB="sentencepiece", CSL_JAX_SPM=spm + ".model")
-  print("| setting | train s | final loss | exact match | valid | correct |\n"
-        "|---|---|---|---|---|---|")
+  print("| setting | seed | train s | final loss | exact match | valid | "
+        "correct |\n|---|---|---|---|---|---|---|")
   rows = []
   for setting in args.settings:
-    r = run_setting(args.out, data, setting, env)
-    rows.append(r)
-    print(f"| {r['setting']} | {r['train_seconds']} | {r['final_loss']} | "
-          f"{r['exact_match']:.1f} % | {r['valid']} % | {r['correct']} % |",
-          flush=True)
+    for seed in args.seeds:
+      r = run_setting(args.out, data, setting, seed, env)
+      rows.append(r)
+      print(f"| {r['setting']} | {seed} | {r['train_seconds']} | "
+            f"{r['final_loss']} | "
+            f"{r['exact_match']:.1f} % | {r['valid']} % | {r['correct']} % |",
+            flush=True)
   with open(os.path.join(args.out, "results.json"), "w",
             encoding="utf-8") as f:
     json.dump(rows, f, indent=1)

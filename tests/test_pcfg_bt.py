@@ -351,3 +351,19 @@ def test_programs_cut_to_the_reverse_input_are_left_out(tmp_path):
 
   assert pcfg_bt._program_checks(  # pylint: disable=protected-access
       Words(), ["a b", "a m5", "m7"], 10)[1] == 2
+
+
+def test_bench_reverse_budget_scores_commands_by_their_actions(
+    load_script, tmp_path):
+  """The reverse-model probe's two shares, counted by hand: of four decoded
+  commands, three are SCAN commands and two of those evaluate to their
+  program."""
+  bench = load_script("bench_reverse_budget", "benchmarks")
+  rows = [("I_JUMP I_JUMP", "jump twice", "jump twice"),        # right
+          ("I_JUMP I_JUMP", "jump twice", "jump and jump"),     # right
+          ("I_TURN_LEFT I_WALK", "walk left", "walk right"),    # wrong
+          ("I_JUMP", "jump", "jump jump")]                      # no command
+  path = tmp_path / "predictions.tsv"
+  path.write_text("".join("\t".join(r) + "\n" for r in rows),
+                  encoding="utf-8")
+  assert bench.correct(str(path)) == (0.75, 0.5)
