@@ -244,6 +244,24 @@ def test_reverse_absolute_positions_change_only_the_reverse_model(run):
     PCFGBTConfig(grammar="x.cfg", reverse_absolute_positions="yes")
 
 
+def test_reverse_buckets_change_only_the_reverse_model(run):
+  tmp_path, run_data = run
+  settings = (("p", {}), ("b", {"reverse_num_buckets": 8,
+                                "reverse_max_distance": 16}))
+  plain, clipped = ({s.name: s.config for s in _method(tmp_path, **kw).stages(
+      run_data, str(tmp_path / name))} for name, kw in settings)
+  assert plain["programs"] == clipped["programs"]
+  assert (plain["reverse_model"]["model"]["num_buckets"],
+          plain["reverse_model"]["model"]["max_distance"]) == (
+              MODEL.num_buckets, MODEL.max_distance)  # 0: the binding's
+  assert clipped["reverse_model"]["model"] == dict(
+      plain["reverse_model"]["model"], num_buckets=8, max_distance=16)
+  assert clipped["reverse_model"]["train"] == plain["reverse_model"]["train"]
+  for name in ("reverse_num_buckets", "reverse_max_distance"):
+    with pytest.raises(InputError, match=name):
+      PCFGBTConfig(grammar="x.cfg", **{name: -1})
+
+
 def test_bad_settings_are_clear_errors(run):
   tmp_path, run_data = run
   with pytest.raises(InputError, match="distribution"):

@@ -81,6 +81,11 @@ class PCFGBTConfig:
       reading programs longer than any it trained on does not: it would
       meet positions it never saw (BENCHMARKS "Issue 13 → The reverse
       model's positions").
+    reverse_num_buckets, reverse_max_distance: the reverse model's relative
+      position buckets (T5's bias); 0: the `seq2seq.Seq2SeqConfig`
+      binding's. Distances longer than any training program reads fall in
+      buckets its training never reached unless these are small enough
+      (BENCHMARKS "Issue 13 → The reverse model's buckets").
   """
   grammar: str = ""
   distribution: str = "uniform"
@@ -97,6 +102,8 @@ class PCFGBTConfig:
   reverse_num_steps: int = 0
   reverse_seed: Optional[int] = None
   reverse_absolute_positions: Optional[bool] = None
+  reverse_num_buckets: int = 0
+  reverse_max_distance: int = 0
 
   def __post_init__(self):
     configs.check_types(self)
@@ -111,7 +118,8 @@ class PCFGBTConfig:
     if self.max_depth is not None and self.max_depth < 1:
       raise InputError(f"pcfg_bt max_depth must be >= 1 or None, got "
                        f"{self.max_depth}")
-    for name in ("reverse_max_input_len", "reverse_max_target_len"):
+    for name in ("reverse_max_input_len", "reverse_max_target_len",
+                 "reverse_num_buckets", "reverse_max_distance"):
       if getattr(self, name) < 0:
         raise InputError(f"pcfg_bt {name} must be >= 0 (0: the "
                          f"Seq2SeqConfig's), got {getattr(self, name)}")
@@ -440,7 +448,9 @@ class PCFGBT:
     model = self.model_config or config.Seq2SeqConfig()
     changes = {k: v for k, v in (
         ("max_input_len", self.config.reverse_max_input_len),
-        ("max_target_len", self.config.reverse_max_target_len)) if v}
+        ("max_target_len", self.config.reverse_max_target_len),
+        ("num_buckets", self.config.reverse_num_buckets),
+        ("max_distance", self.config.reverse_max_distance)) if v}
     train = self.train_config or config.TrainConfig()
     if self.config.reverse_num_steps:
       train = dataclasses.replace(train,
