@@ -14,9 +14,10 @@ positions (`+abs`; the experiments' models have them, and an encoder with
 them meets positions it never trained on in a longer program).
 
   python3 benchmarks/bench_reverse_budget.py --out /tmp/rev \
-      [--settings 1000 4000 1000:32:16 4000+abs] [--dev 1000] [--seeds 0 1 2]
+      [--settings 1000 4000 4000:32:128 4000+abs] [--dev 1000] [--seeds 0 1 2]
 
-A setting is STEPS[:NUM_BUCKETS:MAX_DISTANCE][+abs]. The model is
+A setting is STEPS[:NUM_BUCKETS:MAX_DISTANCE][+abs] (MAX_DISTANCE >
+NUM_BUCKETS // 2, as `Seq2SeqConfig` requires). The model is
 gin/experiments/cpu_small.gin's, with the lengths of
 gin/experiments/scan_pcfg_bt.gin's reverse model (64 in, 16 out), word
 vocabulary, greedy decoding. `--seeds` trains each setting once per seed

@@ -73,6 +73,23 @@ def test_relative_position_bucket_matches_twin(bidirectional):
   np.testing.assert_array_equal(got, want)
 
 
+def test_buckets_past_the_exact_ones_or_a_clear_error():
+  """At max_distance <= num_buckets // 2 the decoder's far buckets were
+  garbage (negative ids, silently): such a config is refused; the
+  smallest allowed one gives every distance a bucket in range."""
+  from csl_jax.errors import InputError  # pylint: disable=g-import-not-at-top
+  for buckets, distance in ((32, 16), (32, 8), (2, 128)):
+    with pytest.raises(InputError, match="max_distance"):
+      models.Seq2SeqConfig(num_buckets=buckets, max_distance=distance)
+  config = models.Seq2SeqConfig(num_buckets=32, max_distance=17)
+  for bidirectional in (True, False):
+    got = np.asarray(models.relative_position_bucket(
+        -jnp.arange(300), bidirectional, config.num_buckets,
+        config.max_distance))
+    assert got.min() >= 0 and got.max() == config.num_buckets // (
+        2 if bidirectional else 1) - 1
+
+
 def test_forward_matches_twin(twin_model):
   model, params, inputs = twin_model
   dec = np.random.RandomState(1).randint(0, TWIN.vocab_size, (4, 5))

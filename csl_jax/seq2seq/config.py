@@ -38,6 +38,16 @@ class Seq2SeqConfig:
 
   def __post_init__(self):
     configs.check_types(self)
+    from csl_jax.errors import InputError  # pylint: disable=g-import-not-at-top
+    # The decoder's buckets are one-directional: num_buckets // 2 exact
+    # ones, then log-spaced up to max_distance, which must lie beyond them
+    # (at or below, T5's formula divides by log(1) = 0: bucket ids turn
+    # into garbage, silently).
+    if self.num_buckets < 4 or self.max_distance <= self.num_buckets // 2:
+      raise InputError(
+          f"seq2seq num_buckets {self.num_buckets}, max_distance "
+          f"{self.max_distance}: need num_buckets >= 4 and max_distance > "
+          f"num_buckets // 2 (the decoder's exact buckets)")
 
 
 @gin.configurable(module="seq2seq")
