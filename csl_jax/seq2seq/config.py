@@ -11,6 +11,7 @@ from typing import Dict, Optional
 import gin
 
 from csl_jax import configs
+from csl_jax.errors import InputError
 
 
 @gin.configurable(module="seq2seq")
@@ -38,16 +39,15 @@ class Seq2SeqConfig:
 
   def __post_init__(self):
     configs.check_types(self)
-    from csl_jax.errors import InputError  # pylint: disable=g-import-not-at-top
     # The decoder's buckets are one-directional: num_buckets // 2 exact
     # ones, then log-spaced up to max_distance, which must lie beyond them
     # (at or below, T5's formula divides by log(1) = 0: bucket ids turn
     # into garbage, silently).
     if self.num_buckets < 4 or self.max_distance <= self.num_buckets // 2:
       raise InputError(
-          f"seq2seq num_buckets {self.num_buckets}, max_distance "
-          f"{self.max_distance}: need num_buckets >= 4 and max_distance > "
-          f"num_buckets // 2 (the decoder's exact buckets)")
+          f"seq2seq.Seq2SeqConfig.max_distance {self.max_distance} with "
+          f"num_buckets {self.num_buckets}: need num_buckets >= 4 and "
+          f"max_distance > num_buckets // 2 (the decoder's exact buckets)")
 
 
 @gin.configurable(module="seq2seq")
@@ -80,7 +80,6 @@ class TrainConfig:
 
   def __post_init__(self):
     configs.check_types(self)
-    from csl_jax.errors import InputError  # pylint: disable=g-import-not-at-top
     if self.curriculum not in CURRICULA:
       raise InputError(f"seq2seq.TrainConfig.curriculum: "
                        f"{self.curriculum!r}; one of {', '.join(CURRICULA)}")
