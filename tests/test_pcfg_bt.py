@@ -385,3 +385,17 @@ def test_bench_reverse_budget_scores_commands_by_their_actions(
   path.write_text("".join("\t".join(r) + "\n" for r in rows),
                   encoding="utf-8")
   assert bench.correct(str(path)) == (0.75, 0.5)
+
+
+def test_bench_scan_bt_correct_counts_new_programs_apart(load_script):
+  """Five backtranslated pairs, counted by hand: three right (one of them a
+  program new to training), one wrong, one not a SCAN command (new)."""
+  bench = load_script("bench_scan_bt_correct", "benchmarks")
+  known = {"I_JUMP I_JUMP", "I_TURN_LEFT I_WALK"}
+  pairs = [("jump twice", "I_JUMP I_JUMP"),                   # right, known
+           ("walk left", "I_TURN_LEFT I_WALK"),               # right, known
+           ("walk right", "I_TURN_LEFT I_WALK"),              # wrong, known
+           ("jump thrice", "I_JUMP I_JUMP I_JUMP"),           # right, new
+           ("jump jump", "I_JUMP I_JUMP I_JUMP I_JUMP")]      # no command, new
+  assert bench.score(pairs, known) == {"n": 5, "right": 3, "new": 2,
+                                       "new_right": 1}
