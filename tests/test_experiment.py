@@ -463,6 +463,25 @@ def test_copies_get_vocabulary_pieces_and_union_rates(tiny, toy_data,
     assert json.load(f)["config"]["mixing"] == "union"
 
 
+def test_union_rates_are_sizes_and_other_methods_stay_one_to_one(tmp_path):
+  """With a union row, every method's rate is in examples: the union
+  method's its size (3), another's the original's (4, so 1:1), and none
+  without a union row among the run's methods."""
+  from csl_jax.experiments import runner  # pylint: disable=g-import-not-at-top
+  files = {}
+  for name, lines in (("train", 4), ("u", 3), ("e", 5)):
+    path = tmp_path / f"{name}.tsv"
+    path.write_text("".join(f"x{i}\ty{i}\n" for i in range(lines)) + "\n",
+                    encoding="utf-8")
+    files[name] = str(path)
+  found = {"u": files["u"], "e": files["e"]}
+  assert runner._mixture_rates(found, {"u": "union"}, files["train"]) == {
+      "original_rate": 4.0, "synthetic_rate": {"u": 3.0, "e": 4.0}}
+  assert runner._mixture_rates(found, {}, files["train"]) == {}
+  assert runner._mixture_rates({"e": files["e"]}, {"u": "union"},
+                               files["train"]) == {}
+
+
 # ---- model selection on a dev set ------------------------------------------
 
 def test_gooddev_selects_on_a_tenth_of_test_and_scores_the_rest(

@@ -119,6 +119,23 @@ def _count_lines(path: Optional[str]) -> int:
     return sum(1 for line in f if line.strip())
 
 
+def _mixture_rates(found: Dict[str, str], row_mixing: Dict[str, str],
+                   train_tsv: str) -> Dict[str, object]:
+  """`register_run`'s rates for a run's methods `found` ({method: file}).
+
+  Without union rows, none: every mixture draws 1:1. With them, rates are
+  example counts: a union method's is its size, every other method's the
+  original's (1:1 as before), so NAME_all_mixture is consistent too.
+  """
+  if not any(row_mixing.get(m) == "union" for m in found):
+    return {}
+  original = float(_count_lines(train_tsv))
+  return {"original_rate": original,
+          "synthetic_rate": {
+              m: float(_count_lines(path)) if row_mixing.get(m) == "union"
+              else original for m, path in found.items()}}
+
+
 def _task_name(dataset: str, split: str) -> str:
   name = f"{dataset}_{split}" if split else dataset
   return "".join(c if c.isalnum() or c in "_.:" else "_" for c in name)
@@ -748,12 +765,9 @@ def experiment(out_dir: str,
                                               vocabs[cell.split])
       task = _task_name(dataset, cell.split)
       found, _ = tasks.registry.find_methods(run_dir)
-      rates = {}
-      if row_mixing.get(cell.data) == "union":
-        rates = {"original_rate": float(_count_lines(os.path.join(
-            run_dir, augment_lib.DATA_DIR, "train.tsv"))),
-                 "synthetic_rate": {cell.data: float(_count_lines(
-                     found.get(cell.data)))}}
+      rates = _mixture_rates(
+          found, row_mixing,
+          os.path.join(run_dir, augment_lib.DATA_DIR, "train.tsv"))
       try:
         # No $CSL_JAX_INPUT_PREFIX (a T5 task prompt): cells train from
         # scratch and score against the TSVs' own inputs.
