@@ -3,9 +3,9 @@
 SCAN's interpreter (`csl_jax.data.scan.interpret`) turns a command into its
 actions, so a backtranslated pair (command, program) is right when the
 command's actions are the program. Programs new to training (not an output
-of the split's training set) are counted apart: there the reverse model
-reads programs longer than any it was trained on (Issue 13, "The reverse
-model's buckets" in BENCHMARKS.md).
+of the seed's training pairs, RUN/augment/SPLIT/seed_N/data/) are counted
+apart: on SCAN length the reverse model reads them longer than any it was
+trained on (Issue 13, "The reverse model's buckets" in BENCHMARKS.md).
 
   python3 benchmarks/bench_scan_bt_correct.py --run runs/y8_b32 --split length \
     [--methods pcfg_bt_uniform ...] [--out RESULT.json]
@@ -19,6 +19,7 @@ import os
 from csl_jax.data import scan
 from csl_jax.data.tsv import read_tsv
 from csl_jax.errors import InputError
+from csl_jax.pipeline.augment import DATA_DIR
 
 
 def score(pairs, known_programs):
@@ -41,16 +42,18 @@ def main():
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--run", required=True,
                       help="an experiment's output directory")
-  parser.add_argument("--split", required=True, help="a SCAN split name")
+  parser.add_argument("--split", required=True,
+                      help="the SCAN split's name in the run")
   parser.add_argument("--methods", nargs="+", default=[
       "pcfg_bt_train", "pcfg_bt_uniform", "pcfg_bt_test"])
   parser.add_argument("--out", help="write the counts here as JSON")
   args = parser.parse_args()
-  train, _ = scan.make_split(args.split)
-  known = {example.output for example in train}
   results = {}
   pattern = os.path.join(args.run, "augment", args.split, "seed_*")
   for seed_dir in sorted(glob.glob(pattern)):
+    # The run's own training pairs, as its reverse model saw them.
+    known = {example.output for example in read_tsv(
+        os.path.join(seed_dir, DATA_DIR, "train.tsv"))}
     for method in args.methods:
       path = os.path.join(seed_dir, method, "backtranslate", "candidates.tsv")
       if not os.path.exists(path):

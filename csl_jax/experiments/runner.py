@@ -759,15 +759,18 @@ def experiment(out_dir: str,
                    row_mixing, os.path.abspath(bundle) if bundle else None,
                    dev_spec)
     records, cell_dirs, seconds, pending = [], {}, [], []
+    run_methods = {}  # run_dir -> (methods found, their rates): per run once
     for index, cell in enumerate(cells, start=1):
       run_dir = run_dirs[(cell.split, cell.seed)]
       vocabulary = tasks.vocab.get_vocabulary("sentencepiece",
                                               vocabs[cell.split])
       task = _task_name(dataset, cell.split)
-      found, _ = tasks.registry.find_methods(run_dir)
-      rates = _mixture_rates(
-          found, row_mixing,
-          os.path.join(run_dir, augment_lib.DATA_DIR, "train.tsv"))
+      if run_dir not in run_methods:
+        found, _ = tasks.registry.find_methods(run_dir)
+        run_methods[run_dir] = found, _mixture_rates(
+            found, row_mixing,
+            os.path.join(run_dir, augment_lib.DATA_DIR, "train.tsv"))
+      found, rates = run_methods[run_dir]
       try:
         # No $CSL_JAX_INPUT_PREFIX (a T5 task prompt): cells train from
         # scratch and score against the TSVs' own inputs.
