@@ -398,4 +398,27 @@ def test_bench_scan_bt_correct_counts_new_programs_apart(load_script):
            ("jump thrice", "I_JUMP I_JUMP I_JUMP"),           # right, new
            ("jump jump", "I_JUMP I_JUMP I_JUMP I_JUMP")]      # no command, new
   assert bench.score(pairs, known) == {"n": 5, "right": 3, "new": 2,
-                                       "new_right": 1}
+                                       "new_right": 1,
+                                       "new_by_length": {3: [1, 1],
+                                                         4: [1, 0]}}
+
+
+def test_bench_scan_bt_correct_splits_new_programs_by_a_pattern(load_script):
+  """New programs whose every gold command says `around ... thrice` apart
+  from the rest, counted by hand; SCAN's grammar gives the gold commands."""
+  bench = load_script("bench_scan_bt_correct", "benchmarks")
+  import re  # pylint: disable=g-import-not-at-top
+  golds = bench.gold_commands()
+  around3 = " ".join(["I_TURN_LEFT", "I_WALK"] * 12 + ["I_JUMP"])
+  assert sorted(golds[around3]) == ["jump after walk around left thrice",
+                                    "walk around left thrice and jump"]
+  both = "I_TURN_LEFT I_WALK I_TURN_LEFT I_WALK"       # walk left twice, ...
+  assert len(golds[both]) > 1 and not all(
+      re.search("around", g) for g in golds[both])
+  pairs = [("jump after walk around left thrice", around3),  # all: right
+           ("walk around left twice and jump thrice", around3),   # wrong
+           ("walk left twice", both),                     # other: right
+           ("jump twice", "I_JUMP I_JUMP")]               # known: left out
+  split = bench.score_pattern(pairs, {"I_JUMP I_JUMP"}, golds,
+                              re.compile("around (left|right) thrice"))
+  assert split == {"all": [2, 1, 1], "other": [1, 1, 0]}
