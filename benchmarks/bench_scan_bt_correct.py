@@ -9,7 +9,7 @@ trained on (Issue 13, "The reverse model's buckets" in BENCHMARKS.md).
 
   python3 benchmarks/bench_scan_bt_correct.py --run runs/y8_b32 --split length \
     [--methods pcfg_bt_uniform ...] [--by_length] \
-    [--pattern 'around (left|right) thrice'] [--out RESULT.json]
+    [--pattern '(walk|run|jump|look) around (left|right) thrice'] [--out RESULT.json]
 
 `--by_length` also prints, for the new programs, the share right per
 program length (actions): how far past its training lengths a reverse
