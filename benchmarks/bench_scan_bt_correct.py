@@ -33,16 +33,21 @@ from csl_jax.errors import InputError
 from csl_jax.pipeline.augment import DATA_DIR
 
 
+def is_right(command: str, program: str) -> bool:
+  """Whether the command is SCAN and its actions are the program."""
+  try:
+    return scan.interpret(command) == program
+  except InputError:
+    return False
+
+
 def score(pairs, known_programs):
   """{"n", "right", "new", "new_right", "new_by_length"} over (command,
   program) pairs; "new_by_length" maps a new program's number of actions to
   [new, right]."""
   counts = {"n": 0, "right": 0, "new": 0, "new_right": 0, "new_by_length": {}}
   for command, program in pairs:
-    try:
-      right = scan.interpret(command) == program
-    except InputError:
-      right = False
+    right = is_right(command, program)
     new = program not in known_programs
     counts["n"] += 1
     counts["right"] += right
@@ -62,10 +67,7 @@ def score_pattern(pairs, known_programs, gold_commands, pattern):
   for command, program in pairs:
     if program in known_programs:
       continue
-    try:
-      right = scan.interpret(command) == program
-    except InputError:
-      right = False
+    right = is_right(command, program)
     golds = gold_commands.get(program, ())
     cell = counts["all" if golds and all(
         pattern.search(g) for g in golds) else "other"]

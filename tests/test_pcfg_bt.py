@@ -2,6 +2,7 @@
 per-stage caching. Tiny grammar, tiny reverse model; no network."""
 
 import os
+import re
 import shutil
 
 import pytest
@@ -407,7 +408,6 @@ def test_bench_scan_bt_correct_splits_new_programs_by_a_pattern(load_script):
   """New programs whose every gold command says `around ... thrice` apart
   from the rest, counted by hand; SCAN's grammar gives the gold commands."""
   bench = load_script("bench_scan_bt_correct", "benchmarks")
-  import re  # pylint: disable=g-import-not-at-top
   golds = bench.gold_commands()
   around3 = " ".join(["I_TURN_LEFT", "I_WALK"] * 12 + ["I_JUMP"])
   assert sorted(golds[around3]) == ["jump after walk around left thrice",
