@@ -79,10 +79,9 @@ def score_pattern(pairs, known_programs, gold_commands, pattern):
 
 def gold_commands():
   """Every SCAN program -> the commands that give it (the whole grammar)."""
-  train, test = scan.make_split("simple")
   golds = collections.defaultdict(list)
-  for example in train + test:
-    golds[example.output].append(example.input)
+  for command in scan.all_commands():
+    golds[scan.interpret(command)].append(command)
   return golds
 
 
@@ -101,7 +100,10 @@ def main():
   parser.add_argument("--out", help="write the counts here as JSON")
   args = parser.parse_args()
   results = {}
-  regex = re.compile(args.pattern) if args.pattern else None
+  try:
+    regex = re.compile(args.pattern) if args.pattern else None
+  except re.error as e:
+    parser.error(f"--pattern {args.pattern!r} is not a regular expression: {e}")
   golds = gold_commands() if regex else None
   seeds_glob = os.path.join(args.run, "augment", args.split, "seed_*")
   for seed_dir in sorted(glob.glob(seeds_glob)):
