@@ -20,8 +20,10 @@ class InputError(ValueError):
 
 class Pending(Exception):
   """Work exported to run elsewhere (`seq2seq/bundle.py`: cells for
-  `csl-jax run-bundle`); `cells` names what waits."""
+  `csl-jax run-bundle`; pcfg_bt's programs for T5X); `cells` names what
+  waits, `how` (where given) says what to run before running again."""
 
-  def __init__(self, *cells: str):
+  def __init__(self, *cells: str, how: str = ""):
     super().__init__(", ".join(cells))
     self.cells = list(cells)  # gin adds context to the message, not here
+    self.how = how

@@ -15,6 +15,9 @@ methods m (csl, geca, csl_random_50000, ...), `register_dataset` registers
                       original rate and the methods splitting the synthetic
                       rate equally, so original:synthetic stays 1:1 and each
                       of n methods gives 1/n of the synthetic examples
+  NAME_<m>_programs   method m's sampled programs to backtranslate (pcfg_bt
+                      with a T5X reverse model), as split "programs":
+                      inputs the program, targets empty (for t5x.infer)
 `register_dataset(..., synthetic_tsv=S)` is method "csl" (NAME_csl_*, the
 names the T5X gin files use). `register_run(RUN)` reads the run directory
 that `csl-jax augment --out RUN` writes:
@@ -22,6 +25,7 @@ that `csl-jax augment --out RUN` writes:
   RUN/<m>/synthetic.tsv                method m (any directory holding a
                                        synthetic.tsv, other than data/)
   RUN/<m>/<selector>_<k>/synthetic.tsv method m_<selector>_<k>, a subset
+  RUN/<m>/programs/programs.txt        method m's programs (NAME_<m>_programs)
 Paths are local or gs:// (read with tf.io.gfile). Files hold
 `input<TAB>output` lines (UTF-8); a malformed line fails the input pipeline
 with an InvalidArgumentError naming the file and line. An input prefix
@@ -58,6 +62,9 @@ SYNTHETIC_SUFFIX = "_csl_synthetic"
 MIXTURE_SUFFIX = "_csl_mixture"
 ALL_MIXTURE_SUFFIX = "_all_mixture"
 REVERSED_SUFFIX = "_reversed"
+PROGRAMS_SUFFIX = "_programs"  # NAME_<m>_programs
+PROGRAMS_SPLIT = "programs"
+PROGRAMS_FILE = "programs/programs.txt"  # RUN/<method>/programs/programs.txt
 ENV_DATA = "CSL_JAX_DATA"
 ENV_INPUT_PREFIX = "CSL_JAX_INPUT_PREFIX"
 RUN_DATA_DIR = "data"  # RUN/data/<split>.tsv
@@ -77,11 +84,15 @@ class RegisteredNames(NamedTuple):
   # {method: (NAME_<m>_synthetic, NAME_<m>_mixture)}, csl included.
   methods: Mapping[str, Tuple[str, str]] = types.MappingProxyType({})
   all_mixture: Optional[str] = None  # None without methods.
+  # {method: NAME_<m>_programs}, the programs to backtranslate.
+  programs: Mapping[str, str] = types.MappingProxyType({})
 
   def task_names(self) -> List[str]:
-    """Every registered task: original, reversed, each method's synthetic."""
+    """Every registered task: original, reversed, each method's synthetic
+    and programs."""
     return [n for n in (self.original, self.reversed) if n] + [
-        synthetic for synthetic, _ in self.methods.values()]
+        synthetic for synthetic, _ in self.methods.values()] + list(
+            self.programs.values())
 
   def mixture_names(self) -> List[str]:
     """Every registered mixture: each method's and the all-mixture."""
@@ -121,6 +132,18 @@ def parse_tsv(ex):
 
 
 @seqio.map_over_dataset
+def parse_program(ex):
+  """Maps a program line to {"inputs": the program, "targets": ""}."""
+  program = tf.strings.strip(ex["line"])
+  where = tf.strings.join([ex["source"], ":",
+                           tf.strings.as_string(ex["line_number"])])
+  check = tf.debugging.Assert(program != "", [
+      where, "empty line (want one program a line)"])
+  with tf.control_dependencies([check]):
+    return {"inputs": tf.identity(program), "targets": tf.constant("")}
+
+
+@seqio.map_over_dataset
 def swap_inputs_targets(ex):
   """{"inputs": x, "targets": y} -> {"inputs": y, "targets": x}."""
   return {"inputs": ex["targets"], "targets": ex["inputs"]}
@@ -143,7 +166,7 @@ def _input_prefix(input_prefix: Optional[str]) -> str:
 
 
 def _replace_task(name, split_to_path, vocabulary, metric_fns,
-                  reverse=False, input_prefix=""):
+                  reverse=False, input_prefix="", parse=parse_tsv):
   features = {key: seqio.Feature(vocabulary, add_eos=True)
               for key in ("inputs", "targets")}
   # Swapping after parse_tsv reads the very same files as the original.
@@ -156,14 +179,17 @@ def _replace_task(name, split_to_path, vocabulary, metric_fns,
       name,
       source=seqio.FileDataSource(_read_numbered_lines, split_to_path),
       output_features=features,
-      preprocessors=[parse_tsv] + text_steps + [
+      preprocessors=[parse] + text_steps + [
           seqio.preprocessors.tokenize,
           seqio.CacheDatasetPlaceholder(),
           seqio.preprocessors.append_eos_after_trim,
       ],
       postprocess_fn=metrics.strip_text,
       metric_fns=list(metric_fns))
-  _TEXT_STEPS[name] = (task, reverse, input_prefix)
+  if parse is parse_tsv:  # what split_texts knows how to read
+    _TEXT_STEPS[name] = (task, reverse, input_prefix)
+  else:
+    _TEXT_STEPS.pop(name, None)
 
 
 # name -> (the Task, reverse, input prefix) of the tasks `_replace_task`
@@ -248,6 +274,7 @@ def register_dataset(
     synthetic: Optional[Mapping[str, PathLike]] = None,
     all_methods: Optional[Sequence[str]] = None,
     input_prefix: Optional[str] = None,
+    programs: Optional[Mapping[str, PathLike]] = None,
 ) -> RegisteredNames:
   """Registers NAME, NAME_reversed and NAME_<m>_{synthetic,mixture} per method.
 
@@ -278,6 +305,9 @@ def register_dataset(
     input_prefix: text put before every input of NAME and the synthetic
       tasks, e.g. "semanticparse: "; defaults to $CSL_JAX_INPUT_PREFIX
       (none when unset).
+    programs: {method: file of programs, one a line} to register as
+      NAME_<m>_programs (split "programs"; no input prefix: its inputs are
+      programs, as NAME_reversed's).
 
   Returns:
     The registered names.
@@ -297,11 +327,16 @@ def register_dataset(
     rates_given = {}
     rates = {m: synthetic_rate for m in methods}
   # Check everything before replacing anything.
+  programs = {m: os.fspath(p) for m, p in (programs or {}).items()}
   for method, path in methods.items():
     _check_method(method)
     if not tf.io.gfile.glob(path):
       raise ValueError(f"{path}: no such synthetic data file (method "
                        f"{method})")
+  for method, path in programs.items():
+    _check_method(method)
+    if not tf.io.gfile.exists(path):
+      raise ValueError(f"{path}: no such programs file (method {method})")
   for what, named in (("all_methods", all_methods),
                       ("synthetic_rate", rates_given)):
     unknown = set(named) - set(methods)
@@ -344,9 +379,15 @@ def register_dataset(
     _replace_mixture(all_mixture, [(name, original_rate)] + [
         (registered[m][0], _divided(rates[m], len(all_methods)))
         for m in all_methods])
+  program_tasks = {}
+  for method, path in programs.items():
+    program_tasks[method] = f"{name}_{method}{PROGRAMS_SUFFIX}"
+    _replace_task(program_tasks[method], {PROGRAMS_SPLIT: path}, vocabulary,
+                  metric_fns, parse=parse_program)
   csl = registered.get(CSL, (None, None))
   names = RegisteredNames(name, csl[0], csl[1], reversed_name,
-                          types.MappingProxyType(registered), all_mixture)
+                          types.MappingProxyType(registered), all_mixture,
+                          types.MappingProxyType(program_tasks))
   _REGISTERED[name] = names
   return names
 
@@ -471,7 +512,27 @@ def register_run(
       name or task_name(run_dir), _join(run_dir, RUN_DATA_DIR), splits,
       vocabulary=vocabulary, original_rate=original_rate,
       synthetic_rate=synthetic_rate, metric_fns=metric_fns,
-      synthetic=methods, all_methods=proper, input_prefix=input_prefix)
+      synthetic=methods, all_methods=proper, input_prefix=input_prefix,
+      programs=find_programs(run_dir))
+
+
+def programs_task_name(run_dir: PathLike, method_dir: str) -> str:
+  """NAME_<m>_programs, the task `register_run(run_dir)` makes of
+  RUN/<method_dir>/programs/programs.txt."""
+  return f"{task_name(run_dir)}_{_method_name(method_dir)}{PROGRAMS_SUFFIX}"
+
+
+def find_programs(run_dir: PathLike) -> Dict[str, str]:
+  """{method: RUN/<m>/programs/programs.txt} of a run directory: pcfg_bt's
+  sampled programs, there as soon as its programs stage has run (before
+  any backtranslation)."""
+  run_dir = os.fspath(run_dir)
+  found = {}
+  for entry in sorted(tf.io.gfile.listdir(run_dir)):
+    path = _join(run_dir, entry.rstrip("/"), PROGRAMS_FILE)
+    if entry.rstrip("/") != RUN_DATA_DIR and tf.io.gfile.exists(path):
+      found[_method_name(entry)] = path
+  return found
 
 
 def register_from_env(roots: Optional[str] = None,

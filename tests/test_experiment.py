@@ -21,6 +21,7 @@ seqio, tf = tf_data.seqio_and_tensorflow()
 from csl_jax.cli import main as cli
 from csl_jax.data import tsv
 from csl_jax.errors import InputError
+from csl_jax.errors import Pending
 from csl_jax.experiments import grid
 from csl_jax.experiments import results
 from csl_jax.experiments import runner
@@ -64,6 +65,28 @@ def _bound_seed():
 
 
 method_base.add(_Shuffle.name, _Shuffle)
+
+
+class _Elsewhere:
+  """A test method whose candidates come from elsewhere (as pcfg_bt's with
+  T5X): it waits, saying what to run."""
+  name = "elsewhere"
+  ready = ""
+
+  def stages(self, data, workdir):
+    del data, workdir
+
+    def run(directory):
+      raise Pending(directory, how=f"put the pairs in {self.ready}")
+
+    return [method_base.Stage("import", [], {}, run)]
+
+  def report_rows(self, summaries):
+    del summaries
+    return []
+
+
+method_base.add(_Elsewhere.name, _Elsewhere)
 
 TINY = {"d_model": 16, "num_heads": 2, "d_ff": 32, "num_layers": 1,
         "dropout": 0.0, "max_input_len": 6, "max_target_len": 6}
@@ -399,6 +422,18 @@ def test_experiment_writes_results_and_resumes_after_kill(
 
 
 # ---- pretrain, then fine-tune ----------------------------------------------
+
+def test_a_job_waiting_elsewhere_says_what_to_run(
+    tiny, toy_data, tmp_path, capsys):  # pylint: disable=redefined-outer-name,unused-argument
+  out = str(tmp_path / "exp")
+  _Elsewhere.ready = str(tmp_path / "ready.tsv")
+  got = _run(out, toy_data, methods=["elsewhere"])
+  assert len(got["pending"]) == 1 and got["records"] == []
+  said = capsys.readouterr().out
+  assert f"waits (put the pairs in {_Elsewhere.ready})" in said
+  assert "do what each says above, then rerun this command" in said
+  assert "run-bundle" not in said
+
 
 def test_pretrain_finetune_regime_and_init_from(tiny, toy_data, tmp_path):  # pylint: disable=redefined-outer-name,unused-argument
   import jax  # pylint: disable=g-import-not-at-top

@@ -372,6 +372,114 @@ def test_programs_cut_to_the_reverse_input_are_left_out(tmp_path):
       Words(), ["a b", "a m5", "m7"], 10)[1] == 2
 
 
+def _t5x_infer_line(program, prediction):
+  """A line as T5X's infer.write_inferences_to_file writes it (mode
+  'predict', pretokenized features only)."""
+  import json  # pylint: disable=g-import-not-at-top
+  return json.dumps({"inputs": {"inputs_pretokenized": program,
+                                "targets_pretokenized": ""},
+                     "prediction": prediction}) + "\n"
+
+
+def test_t5x_reverse_model_waits_for_its_predictions_then_reads_them(
+    run, tmp_path, capsys, clear_gin):
+  """reverse_model 't5x': `augment` samples the programs and stops (exit 3)
+  saying what T5X must run; T5X sees them as a task; its predictions, once
+  there, are the candidates."""
+  # pylint: disable=g-import-not-at-top
+  import seqio
+  import json
+  from csl_jax.cli import main as cli
+  from csl_jax.data import tsv
+  # pylint: enable=g-import-not-at-top
+  del clear_gin
+  src, _ = run
+  out = tmp_path / "toy"
+  argv = ["augment", "--dataset", "tsv", "--data_dir", str(src / "data"),
+          "--method", "pcfg_bt_uniform", "--out", str(out),
+          f"--gin.pcfg_bt.PCFGBTConfig.grammar='{src / 'actions.cfg'}'",
+          "--gin.pcfg_bt.PCFGBTConfig.reverse_model='t5x'",
+          "--gin.pcfg_bt.PCFGBTConfig.max_consecutive_duplicates=2000"]
+  assert cli.main(argv) == 3
+  said = capsys.readouterr().err
+  infer_dir = out / "pcfg_bt_uniform" / "t5x_infer"
+  for text in ("12 programs wait for a T5X reverse model", "toy_reversed",
+               "--gin.MIXTURE_OR_TASK_NAME=\\\"toy_pcfg_bt_uniform_programs",
+               f"--gin.INFER_OUTPUT_DIR=\\\"{infer_dir}\\\""):
+    assert text in said
+  assert not (out / "pcfg_bt_uniform" / "synthetic.tsv").exists()
+  with open(out / "pcfg_bt_uniform" / "programs" / "programs.txt",
+            encoding="utf-8") as f:
+    programs = f.read().splitlines()
+  # The task T5X decodes: every program as an input, the targets EOS alone.
+  names = tasks.register_run(str(out))
+  try:
+    task = names.programs["pcfg_bt_uniform"]
+    assert task == "toy_pcfg_bt_uniform_programs"
+    examples = list(seqio.get_mixture_or_task(task).get_dataset(
+        {"inputs": 32, "targets": 4}, split="programs",
+        shuffle=False).as_numpy_iterator())
+  finally:
+    tasks.unregister_dataset(names.original)
+  assert task not in seqio.TaskRegistry.names()
+  assert [e["inputs_pretokenized"].decode() for e in examples] == programs
+  assert all(list(e["targets"]) == [1] for e in examples)  # EOS
+  # Its predictions (in another order, beside T5X's .COMPLETED marker).
+  infer_dir.mkdir()
+  shard = infer_dir / f"{task}-predict.jsonl-00000-of-00001"
+  shard.write_text("".join(_t5x_infer_line(p, "do " + p)
+                           for p in reversed(programs)), encoding="utf-8")
+  (infer_dir / (shard.name + ".COMPLETED")).write_text("")
+  assert cli.main(argv) == 0
+  assert [tuple(r) for r in tsv.read_tsv(
+      str(out / "pcfg_bt_uniform" / "synthetic.tsv"))] == [
+          ("do " + p, p) for p in programs]
+  with open(out / "pcfg_bt_uniform" / "summary.json", encoding="utf-8") as f:
+    summary = json.load(f)
+  assert summary["stages"]["programs"]["cached"]
+  assert ["Reverse model", f"T5X (t5x.infer's {shard.name})"] in summary[
+      "report_rows"]
+  # Another infer output (a changed prediction) is read again.
+  shard.write_text("".join(_t5x_infer_line(p, "say " + p) for p in programs),
+                   encoding="utf-8")
+  assert cli.main(argv) == 0
+  assert tsv.read_tsv(str(out / "pcfg_bt_uniform" / "synthetic.tsv"))[0][
+      0] == "say " + programs[0]
+
+
+def test_t5x_predictions_that_do_not_fit_are_clear_errors(tmp_path):
+  from csl_jax.methods.pcfg_bt import t5x_infer  # pylint: disable=g-import-not-at-top
+  good = tmp_path / "p-predict.jsonl-00000-of-00001"
+  good.write_text(_t5x_infer_line("walk", "do walk") +
+                  _t5x_infer_line("jump", "do jump"), encoding="utf-8")
+  assert t5x_infer.prediction_files(str(tmp_path)) == [str(good)]
+  assert t5x_infer.prediction_files(str(tmp_path / "none")) == []
+  predictions = t5x_infer.read_predictions([str(good)])
+  assert t5x_infer.utterances_for(["jump", "walk"], predictions, "D") == [
+      "do jump", "do walk"]
+  with pytest.raises(InputError, match=r"^D: 1 of 3 programs have no "
+                     r"prediction \(first: 'run'\)"):
+    t5x_infer.utterances_for(["jump", "walk", "run"], predictions, "D")
+  with pytest.raises(InputError, match=r"^D: 1 predictions are for programs "
+                     r"not in this run's programs.txt \(first: 'walk'\)"):
+    t5x_infer.utterances_for(["jump"], predictions, "D")
+  bad = tmp_path / "bad.jsonl"
+  for text, message in (
+      ('{"prediction": "x"}\n', "not a t5x.infer prediction"),
+      ("not json\n", "not a t5x.infer prediction"),
+      ('{"inputs": {"inputs_pretokenized": 3}, "prediction": "x"}\n',
+       "inputs_pretokenized and prediction must be strings"),
+      (_t5x_infer_line("walk", "go"), "a second, different prediction for "
+       f"'walk' \\(the first at {re.escape(str(good))}:1\\)")):
+    bad.write_text(_t5x_infer_line("run", "do run") + text, encoding="utf-8")
+    with pytest.raises(InputError, match=f"^{re.escape(str(bad))}:2: "
+                       f"{message}"):
+      t5x_infer.read_predictions([str(good), str(bad)])
+  with pytest.raises(InputError, match="reverse_model 'moses': one of flax, "
+                     "t5x"):
+    PCFGBTConfig(grammar="x.cfg", reverse_model="moses")
+
+
 def test_bench_reverse_budget_scores_commands_by_their_actions(
     load_script, tmp_path):
   """The reverse-model probe's two shares, counted by hand: of four decoded

@@ -225,7 +225,7 @@ def test_run_without_methods(tmp_path):
   _write(tmp_path / "t_bare" / "data" / "dev.tsv", _pairs("dev", 2))
   try:
     names = registry.register_run(tmp_path / "t_bare", vocabulary=BYTES)
-    assert names == ("t_bare", None, None, "t_bare_reversed", {}, None)
+    assert names == ("t_bare", None, None, "t_bare_reversed", {}, None, {})
     assert list(seqio.get_mixture_or_task("t_bare_reversed").splits) == [
         "dev", "validation"]
   finally:
@@ -237,10 +237,16 @@ def test_run_without_methods(tmp_path):
 def test_run_name_and_method_directories_are_sanitized(tmp_path):
   run_dir = _make_run(tmp_path / "t_run-2")
   _write(run_dir / "Pcfg-BT" / "synthetic.tsv", _pairs("pcfg", 3))
+  (run_dir / "Pcfg-BT" / "programs").mkdir()
+  (run_dir / "Pcfg-BT" / "programs" / "programs.txt").write_text("a b\n")
   try:
     names = registry.register_run(f"{run_dir}/", vocabulary=BYTES)
     assert names.original == "t_run_2"
     assert "pcfg_bt" in names.methods
+    # The programs task is named as pcfg_bt tells its user to name it.
+    assert names.programs == {"pcfg_bt": "t_run_2_pcfg_bt_programs"}
+    assert registry.programs_task_name(run_dir, "Pcfg-BT") == (
+        "t_run_2_pcfg_bt_programs")
     assert registry.register_run(run_dir, "t_named",
                                  vocabulary=BYTES).original == "t_named"
   finally:

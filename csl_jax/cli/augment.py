@@ -1,6 +1,7 @@
 """`csl-jax augment`: the whole pipeline for one dataset split."""
 
 import argparse
+import sys
 from typing import List
 
 from csl_jax.cli import stage
@@ -42,13 +43,25 @@ def add_parser(subparsers) -> None:
   stage.add_runner_flags(p)
 
 
+# The exit status of a run whose methods finished but for work that waits
+# elsewhere (pcfg_bt's programs for T5X): rerun once that is done.
+EXIT_PENDING = 3
+
+
 def main(args: argparse.Namespace) -> int:
-  from csl_jax.pipeline import augment as pipeline  # pylint: disable=g-import-not-at-top
-  pipeline.augment(args.out, **stage.given(
-      args, "dataset", "split", "data_dir", "methods", "select",
-      "select_num", "select_seed", "wait", "shards", "runner"),
-                   **({"pipeline_args": args.pipeline_args}
-                      if args.pipeline_args else {}))
+  # pylint: disable=g-import-not-at-top
+  from csl_jax.errors import Pending
+  from csl_jax.pipeline import augment as pipeline
+  # pylint: enable=g-import-not-at-top
+  try:
+    pipeline.augment(args.out, **stage.given(
+        args, "dataset", "split", "data_dir", "methods", "select",
+        "select_num", "select_seed", "wait", "shards", "runner"),
+                     **({"pipeline_args": args.pipeline_args}
+                        if args.pipeline_args else {}))
+  except Pending as e:
+    print(e.how or f"waiting: {', '.join(e.cells)}", file=sys.stderr)
+    return EXIT_PENDING
   return 0
 
 

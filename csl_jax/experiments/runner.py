@@ -662,7 +662,8 @@ def experiment(out_dir: str,
          f"training data × {len(seeds)} seed(s) into {out_dir}")
     # 1. Augmentation runs (cached stage by stage).
     run_dirs: Dict[tuple, str] = {}
-    waiting = []  # augmentation jobs exported to the bundle
+    waiting = []  # augmentation jobs exported to the bundle (or elsewhere)
+    hows = []  # what the jobs that are not a bundle's say to run
     bundled = {}
     if bundle and any(m.startswith("pcfg_bt") for m in needed):
       from csl_jax.methods.pcfg_bt import method as pcfg_bt_method  # pylint: disable=g-import-not-at-top,unused-import
@@ -695,7 +696,11 @@ def experiment(out_dir: str,
                 select_seed=seed if per_seed else 0, wait=wait)
         except bundle_lib.Pending as e:
           waiting.extend(e.cells)
-          _say(f"augment {split} seed {seed}: a job exported to {bundle}")
+          if e.how:  # not a bundle's: what to run is the method's to say
+            hows.append(e.how)
+            _say(f"augment {split} seed {seed}: waits ({e.how})")
+          else:
+            _say(f"augment {split} seed {seed}: a job exported to {bundle}")
           template = template or run_dir
           run_dirs[(split, seed)] = run_dir
           continue
@@ -708,10 +713,14 @@ def experiment(out_dir: str,
         for s in seeds:
           run_dirs[(split, s)] = run_dirs[(split, seeds[0])]
     if waiting:  # the cells need the synthetic data: a second round
-      _say(f"{len(waiting)} augmentation job(s) wait in the bundle (pcfg_bt's "
-           f"reverse model): run `csl-jax run-bundle {bundle}` where the "
-           "accelerator is, bring the directory back and rerun this command "
-           "(it then exports the cells)")
+      if hows:
+        _say(f"{len(waiting)} augmentation job(s) wait: do what each says "
+             "above, then rerun this command")
+      else:
+        _say(f"{len(waiting)} augmentation job(s) wait in the bundle "
+             f"(pcfg_bt's reverse model): run `csl-jax run-bundle {bundle}` "
+             "where the accelerator is, bring the directory back and rerun "
+             "this command (it then exports the cells)")
       return {"results": os.path.join(out_dir, results_lib.RESULTS_JSONL),
               "num_cells": len(cells), "records": [], "pending": waiting}
     # 2. A word vocabulary per split, of every original part.

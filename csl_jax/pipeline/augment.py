@@ -178,7 +178,8 @@ def _augment(run_dir, dataset, split, data_dir, dataset_options, methods,
              for p in ("train", "dev", "test", "gen")
              if os.path.exists(os.path.join(data_dir_out, f"{p}.tsv"))}
     run_data = method_base.RunData(data_dir_out, parts)
-    waiting = []  # methods whose work waits in a bundle; the others go on
+    waiting = []  # methods whose work waits elsewhere; the others go on
+    hows = []
     # Of which data each method is: one not rerun after the data changed is
     # left out of the report and the SeqIO registration.
     data_key = read_json(os.path.join(data_dir_out, cache.KEY_FILE))["key"]
@@ -193,6 +194,7 @@ def _augment(run_dir, dataset, split, data_dir, dataset_options, methods,
               stage_summaries[stage.name])
       except Pending as e:
         waiting.extend(e.cells)
+        hows += [e.how] if e.how else []
         continue
       last = stage_summaries[list(stage_summaries)[-1]]
       if "candidates" not in last:
@@ -218,7 +220,7 @@ def _augment(run_dir, dataset, split, data_dir, dataset_options, methods,
           "report_rows": [list(r) for r in
                           method.report_rows(stage_summaries)]})
     if waiting:
-      raise Pending(*waiting)
+      raise Pending(*waiting, how="\n\n".join(hows))
     summary["report"] = report_lib.write_report(run_dir)
     atomic_write_json(os.path.join(run_dir, "summary.json"), summary)
   return summary

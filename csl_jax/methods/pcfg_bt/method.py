@@ -10,6 +10,12 @@ Three stages under `RUN/pcfg_bt/`:
                    training pairs (SeqIO task NAME_reversed).
   backtranslate/   each program decoded into an utterance (beam
                    `beam_size`): `candidates.tsv` (utterance<TAB>program).
+With `reverse_model = "t5x"` the reverse model is T5 (Y&K's), trained and
+decoded by T5X on the SeqIO tasks NAME_reversed and NAME_<m>_programs
+(`gin/t5x/*_reversed.gin`, `gin/t5x/backtranslate.gin`): there is no
+reverse_model stage, and `backtranslate` reads t5x.infer's predictions
+(`t5x_predictions`), waiting (`errors.Pending`, saying what to run) until
+they exist.
 Importing this module is cheap; TF/JAX/Numba load when a stage runs.
 """
 
@@ -29,6 +35,8 @@ from csl_jax.seq2seq.config import decode_key
 
 DISTRIBUTIONS = ("train", "uniform", "test")
 REVERSE_VOCABULARIES = ("tasks", "word")
+REVERSE_MODELS = ("flax", "t5x")
+T5X_INFER_DIR = "t5x_infer"  # RUN/<m>/<this>: t5x.infer's output, default
 WORD_SPM_PREFIX = "spm"  # the word model: <reverse model stage>/spm.model
 WORD_SPM = WORD_SPM_PREFIX + ".model"
 REVERSE_MODEL_DIR = "pcfg_bt_reverse_model"  # RUN/<this>, shared by variants
@@ -86,6 +94,13 @@ class PCFGBTConfig:
       binding's. Distances longer than any training program reads fall in
       buckets its training never reached unless these are small enough
       (BENCHMARKS "Issue 13 → The reverse model's buckets").
+    reverse_model: "flax", the project's seq2seq (here, or in a bundle),
+      the reverse_* and `seq2seq.*` settings above; or "t5x", T5 trained
+      and decoded by T5X elsewhere (README "Backtranslation with T5X"; the
+      reverse_* settings and beam_size are then T5X's gin's to set).
+    t5x_predictions: with "t5x": t5x.infer's output for the task
+      NAME_<m>_programs, a file, a glob or a directory (local); "": the
+      directory RUN/<m>/t5x_infer.
   """
   grammar: str = ""
   distribution: str = "uniform"
@@ -104,6 +119,8 @@ class PCFGBTConfig:
   reverse_absolute_positions: Optional[bool] = None
   reverse_num_buckets: int = 0
   reverse_max_distance: int = 0
+  reverse_model: str = "flax"
+  t5x_predictions: str = ""
 
   def __post_init__(self):
     configs.check_types(self)
@@ -126,6 +143,9 @@ class PCFGBTConfig:
     if self.distribution not in DISTRIBUTIONS:
       raise InputError(f"pcfg_bt distribution {self.distribution!r}: one of "
                        f"{', '.join(DISTRIBUTIONS)}")
+    if self.reverse_model not in REVERSE_MODELS:
+      raise InputError(f"pcfg_bt reverse_model {self.reverse_model!r}: one "
+                       f"of {', '.join(REVERSE_MODELS)}")
     if self.reverse_vocabulary not in REVERSE_VOCABULARIES:
       raise InputError(f"pcfg_bt reverse_vocabulary "
                        f"{self.reverse_vocabulary!r}: one of "
@@ -416,6 +436,49 @@ def backtranslate_bundled(out_dir: str, programs_path: str, data_dir: str,
   return summary
 
 
+def backtranslate_t5x(out_dir: str, programs_path: str,
+                      prediction_paths: Sequence[str], where: str,
+                      workdir: str) -> Dict[str, Any]:
+  """The `backtranslate` stage where T5X is the reverse model: the
+  candidates from t5x.infer's predictions for the programs (every program
+  must have one, and every prediction a program); raises `Pending`, saying
+  what to run, while there are none."""
+  # pylint: disable=g-import-not-at-top
+  import tasks
+  from csl_jax.errors import Pending
+  from csl_jax.methods.pcfg_bt import t5x_infer
+  # pylint: enable=g-import-not-at-top
+  with open(programs_path, encoding="utf-8") as f:
+    programs = [line.strip() for line in f if line.strip()]
+  if not prediction_paths:
+    run_dir = os.path.dirname(os.path.abspath(workdir))
+    method = os.path.basename(os.path.abspath(workdir))
+    name = tasks.registry.task_name(run_dir)
+    programs_task = tasks.registry.programs_task_name(run_dir, method)
+    raise Pending(os.path.join(workdir, "programs"), how=(
+        f"{method}: {len(programs):,} programs wait for a T5X reverse model "
+        f"(pcfg_bt reverse_model = 't5x'). With $CSL_JAX_DATA naming {run_dir}"
+        f" (or the directory above it), T5X reads the training pairs "
+        f"reversed as the task {name}{tasks.registry.REVERSED_SUFFIX} and "
+        f"the programs as {programs_task}:\n"
+        f"  python -m t5x.train --gin_file=gin/t5x/<dataset>_reversed.gin "
+        f"--gin.MIXTURE_OR_TASK_NAME=\\\"{name}"
+        f"{tasks.registry.REVERSED_SUFFIX}\\\" --gin.MODEL_DIR=\\\"DIR\\\"\n"
+        f"  python -m t5x.infer --gin_file=gin/t5x/model_t5_base.gin "
+        f"--gin_file=gin/t5x/backtranslate.gin "
+        f"--gin.MIXTURE_OR_TASK_NAME=\\\"{programs_task}\\\" "
+        f"--gin.CHECKPOINT_PATH=\\\"DIR/checkpoint_N\\\" "
+        f"--gin.INFER_OUTPUT_DIR=\\\"{where}\\\"\n"
+        f"then run this command again: it reads the predictions from "
+        f"{where} (README, \"Backtranslation with T5X\")."))
+  predictions = t5x_infer.read_predictions(prediction_paths)
+  utterances = t5x_infer.utterances_for(programs, predictions, where)
+  summary = _write_candidates(out_dir, programs, utterances,
+                              [False] * len(programs), None)
+  summary["reverse_model"] = {"t5x_predictions": list(prediction_paths)}
+  return summary
+
+
 @gin.configurable(module="pcfg_bt")
 class PCFGBT:
   """The pcfg_bt method.
@@ -464,6 +527,7 @@ class PCFGBT:
   def stages(self, data: base.RunData, workdir: str) -> List[base.Stage]:
     # pylint: disable=g-import-not-at-top
     from csl_jax import assets
+    from csl_jax.methods.pcfg_bt import t5x_infer
     # pylint: enable=g-import-not-at-top
     if not self.config.grammar:
       raise InputError("pcfg_bt needs a CFG of the programs: bind "
@@ -482,7 +546,7 @@ class PCFGBT:
     sampling = configs.to_json(self.config)
     # The programs depend on none of the decoding or reverse_* settings.
     for key in [k for k in sampling if k.startswith("reverse_")] + [
-        "beam_size", "decode_batch_size", "grammar"]:
+        "beam_size", "decode_batch_size", "grammar", "t5x_predictions"]:
       sampling.pop(key)
     if not self.config.known_tokens_only:
       sampling.pop("known_tokens_only")  # the key it had before the option
@@ -499,6 +563,15 @@ class PCFGBT:
                           sampling,
                           lambda d: sample_programs(d, grammar, train, test,
                                                     self.config))
+    if self.config.reverse_model == "t5x":
+      where = self.config.t5x_predictions or os.path.join(workdir,
+                                                          T5X_INFER_DIR)
+      files = t5x_infer.prediction_files(where)
+      programs_txt = os.path.join(programs_dir, "programs.txt")
+      return [programs, base.Stage(
+          "backtranslate", [programs_txt] + files, {"reverse_model": "t5x"},
+          lambda d: backtranslate_t5x(d, programs_txt, files, where,
+                                      workdir))]
     if self.bundle:
       settings = {"model": configs.to_json(model_config),
                   "train": configs.to_json(train_config),
@@ -560,10 +633,14 @@ class PCFGBT:
         ("PCFG sampling stop / rejected over depth",
          f'{p["sampling"].get("stopped_by")} / '
          f'{p["sampling"].get("rejected", 0):,}'),
-        ("Reverse model steps / loss",
-         f'{m["steps"]:,} / {m["first_loss"] or 0:.3f} -> '
-         f'{m["final_loss"] or 0:.3f}'),
     ]
+    if "t5x_predictions" in m:
+      rows.append(("Reverse model", "T5X (t5x.infer's " + ", ".join(
+          os.path.basename(f) for f in m["t5x_predictions"]) + ")"))
+    else:
+      rows.append(("Reverse model steps / loss",
+                   f'{m["steps"]:,} / {m["first_loss"] or 0:.3f} -> '
+                   f'{m["final_loss"] or 0:.3f}'))
     if b.get("eval"):
       rows.append((f'Backtranslation exact match / BLEU on '
                    f'{b["eval"]["part"]} (beam {b["beam_size"]})',
@@ -575,9 +652,10 @@ class PCFGBT:
          "reverse model's input)",
          f'{b["num_candidates"]:,} ({b["num_empty_utterances"]:,}, '
          f'{b["num_programs_cut"]:,})'),
-        ("Programs with tokens the reverse model does not know",
-         f'{b.get("num_programs_unknown_tokens", 0):,}'),
     ]
+    if "num_programs_unknown_tokens" in b:  # not known of T5X's
+      rows.append(("Programs with tokens the reverse model does not know",
+                   f'{b["num_programs_unknown_tokens"]:,}'))
     rows += [("Backtranslation preview", x) for x in b.get("preview", [])[:3]]
     return rows
 
