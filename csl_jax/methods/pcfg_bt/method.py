@@ -564,8 +564,9 @@ class PCFGBT:
                           lambda d: sample_programs(d, grammar, train, test,
                                                     self.config))
     if self.config.reverse_model == "t5x":
-      where = self.config.t5x_predictions or os.path.join(workdir,
-                                                          T5X_INFER_DIR)
+      # Absolute: the T5X commands it goes into run from the repository.
+      where = os.path.abspath(self.config.t5x_predictions or
+                              os.path.join(workdir, T5X_INFER_DIR))
       files = t5x_infer.prediction_files(where)
       programs_txt = os.path.join(programs_dir, "programs.txt")
       return [programs, base.Stage(
