@@ -113,6 +113,34 @@ def check_type(name: str, value: Any, annotation: Any) -> None:
                      f"{value!r}")
 
 
+# Value rules for `check_ranges`: (test, what the message says it wants).
+# Each test is false for NaN, so NaN breaks every rule.
+AT_LEAST_ONE = (lambda v: v >= 1, ">= 1")
+NON_NEGATIVE = (lambda v: v >= 0, ">= 0")
+NON_NEGATIVE_FINITE = (lambda v: 0 <= v < math.inf, "finite and >= 0")
+POSITIVE_FINITE = (lambda v: 0 < v < math.inf, "finite and > 0")
+ABOVE_ONE = (lambda v: 1 < v < math.inf, "finite and > 1")
+
+
+def check_ranges(config: Any, **rules) -> None:
+  """Raises InputError naming the first field of `config` whose value
+  breaks its rule, e.g. `check_ranges(self, num_steps=AT_LEAST_ONE)`: a
+  gin binding such as `FitConfig.num_steps = 0` is refused before any
+  work, not met as a traceback after it. Call after `check_types`."""
+  check_values(type(config).__name__,
+               {name: getattr(config, name) for name in rules}, **rules)
+
+
+def check_values(owner: str, values: Mapping[str, Any], **rules) -> None:
+  """`check_ranges` for a function's arguments, e.g.
+  `check_values("fit", locals(), max_source_len=AT_LEAST_ONE)`; the error
+  names `owner.name` (its gin name)."""
+  for name, (test, wanted) in rules.items():
+    value = values[name]
+    if value is not None and not test(value):
+      raise InputError(f"{owner}.{name} must be {wanted}, got {value!r}")
+
+
 @contextlib.contextmanager
 def bound(bindings: Mapping[str, Any], what: str) -> Iterator[None]:
   """Binds each gin parameter to its value for the body, then restores the

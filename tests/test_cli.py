@@ -177,6 +177,14 @@ def test_every_shipped_gin_file_parses(path, clear_gin):
   gin.parse_config_files_and_bindings([path], [], finalize_config=False)
 
 
+def test_parse_help_gives_the_parsers_default_k(capsys):
+  from csl_jax.model import viterbi  # pylint: disable=g-import-not-at-top
+  with pytest.raises(SystemExit):
+    cli.main(["parse", "--help"])
+  text = " ".join(capsys.readouterr().out.split())
+  assert f"viterbi.DEFAULT_CFG_K, {viterbi.DEFAULT_CFG_K}, with" in text
+
+
 def test_augment_help_names_every_method_and_selector(capsys):
   """The help lists names without importing the methods (their kernels):
   every registered method starts with a listed name, every selector is

@@ -334,6 +334,41 @@ def _cases() -> List:
   add("gin-wrong-type-induce", Case(
       ("induce", "--train", TRAIN, "--out", "{out}",
        "--gin.InductionConfig.max_nts='four'"), None, None, "max_nts"))
+  # Out of range: refused before any work, not a traceback (or a silent
+  # degenerate run) after it.
+  for binding, fragment in (
+      ("FitConfig.num_steps=0", "FitConfig.num_steps must be >= 1, got 0"),
+      ("FitConfig.batch_size=-4", "FitConfig.batch_size must be >= 0"),
+      ("FitConfig.num_states=0", "FitConfig.num_states must be >= 1"),
+      ("FitConfig.learning_rate=-1.0",
+       "FitConfig.learning_rate must be finite and > 0, got -1.0"),
+      ("FitConfig.learning_rate=1e999",
+       "FitConfig.learning_rate must be finite and > 0, got inf")):
+    add(f"gin-range-fit-{binding.split('.')[1].split('=')[0]}", Case(
+        ("fit", "--grammar", GRAMMAR, "--train", TRAIN, "--out", "{out}",
+         *TINY_FIT, f"--gin.{binding}"), None, None, fragment))
+  for binding, fragment in (
+      ("max_nts=-1", "InductionConfig.max_nts must be >= 1, got -1"),
+      ("max_steps=-3", "InductionConfig.max_steps must be >= 0"),
+      ("num_partitions=0", "InductionConfig.num_partitions must be >= 1"),
+      ("log_base=1.0", "InductionConfig.log_base must be finite and > 1")):
+    add(f"gin-range-induce-{binding.split('=')[0]}", Case(
+        ("induce", "--train", TRAIN, "--out", "{out}",
+         f"--gin.InductionConfig.{binding}"), None, None, fragment))
+  add("flag-range-fit-max-source-len", Case(
+      ("fit", "--grammar", GRAMMAR, "--train", TRAIN, "--out", "{out}",
+       "--max_source_len", "-1", *TINY_FIT), None, None,
+      "fit.max_source_len must be >= 1, got -1"))
+  add("flag-range-coverage-max-target-len", Case(
+      ("coverage", "--grammar", GRAMMAR, "--data", TRAIN, "--out", "{out}",
+       "--max_target_len", "0"), None, None,
+      "coverage.max_target_len must be >= 1, got 0"))
+  add("vocab-out-under-a-file", Case(
+      ("vocab", "--tsv", TRAIN, "--out", os.path.join(a_file, "spm")),
+      a_file, None, "cannot create the directory of --out"))
+  add("augment-second-method-without-flag", Case(
+      ("augment", "--out", "{out}", "--method", "csl", "geca"), None, None,
+      "unexpected argument 'geca': each flag takes one value"))
   return params
 
 
@@ -475,4 +510,4 @@ def test_corpus_size():
   static = sum(len(os.listdir(fuzz(d))) for d in ("tsv", "qcfg", "cfg",
                                                    "good"))
   assert static == 38
-  assert len(CASES) == 216  # + 2 tests above: cfg typo warning, TFDS
+  assert len(CASES) == 229  # + 2 tests above: cfg typo warning, TFDS

@@ -404,6 +404,8 @@ def test_t5x_reverse_model_waits_for_its_predictions_then_reads_them(
   said = capsys.readouterr().err
   infer_dir = out / "pcfg_bt_uniform" / "t5x_infer"
   for text in ("12 programs wait for a T5X reverse model", "toy_reversed",
+               "--gin_file=gin/t5x/<dataset>_reversed.gin (write one",
+               "REVERSE_DIR/checkpoint_1009900",
                "--gin.MIXTURE_OR_TASK_NAME=\\\"toy_pcfg_bt_uniform_programs",
                f"--gin.INFER_OUTPUT_DIR=\\\"{infer_dir}\\\""):
     assert text in said
@@ -449,6 +451,10 @@ def test_t5x_reverse_model_waits_for_its_predictions_then_reads_them(
 
 def test_t5x_predictions_that_do_not_fit_are_clear_errors(tmp_path):
   from csl_jax.methods.pcfg_bt import t5x_infer  # pylint: disable=g-import-not-at-top
+  # A built-in dataset's run names its reverse config (the data stage's
+  # summary says which dataset).
+  (tmp_path / "summary.json").write_text('{"dataset": "scan"}')
+  assert pcfg_bt._reverse_gin(str(tmp_path)) == "gin/t5x/scan_reversed.gin"  # pylint: disable=protected-access
   good = tmp_path / "p-predict.jsonl-00000-of-00001"
   good.write_text(_t5x_infer_line("walk", "do walk") +
                   _t5x_infer_line("jump", "do jump"), encoding="utf-8")

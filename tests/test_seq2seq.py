@@ -760,7 +760,7 @@ def test_decode_evaluates_exact_match(trained, reverse_task):
   assert metrics["exact_match"] >= 80.0
 
 
-def test_cli_train_and_decode(reverse_task, tmp_path, monkeypatch):
+def test_cli_train_and_decode(reverse_task, tmp_path, monkeypatch, capsys):
   monkeypatch.setitem(cli.SUBCOMMANDS, "train", train_seq2seq)
   monkeypatch.setitem(cli.SUBCOMMANDS, "decode", train_seq2seq)
   model_dir, dec_dir = str(tmp_path / "m"), str(tmp_path / "d")
@@ -781,6 +781,10 @@ def test_cli_train_and_decode(reverse_task, tmp_path, monkeypatch):
     assert os.listdir(os.path.join(model_dir, "tensorboard"))
     assert cli.main(["decode", "--model", model_dir, "--task", "t_cli",
                      "--split", "test", "--out", dec_dir]) == 0
+    # A split the task lacks: named with those it has, before decoding.
+    assert cli.main(["decode", "--model", model_dir, "--task", "t_cli",
+                     "--split", "tset", "--out", dec_dir + "2"]) == 2
+    assert not os.path.exists(dec_dir + "2/predictions.tsv")
     # Resuming into the directory with other sizes is refused, cleanly.
     assert cli.main(["train", "--task", "t_cli", "--data_dir", data_dir,
                      "--out", model_dir, "--steps", "30",
@@ -790,6 +794,8 @@ def test_cli_train_and_decode(reverse_task, tmp_path, monkeypatch):
     registry.unregister_dataset("t_cli")
     import gin  # pylint: disable=g-import-not-at-top
     gin.clear_config()
+  assert ("--split 'tset': t_cli has no such split (it has test, train, "
+          "validation)") in capsys.readouterr().err
   summary = json.load(open(os.path.join(dec_dir, "summary.json")))
   assert summary["num_examples"] == 14 and "exact_match" in summary
   lines = open(os.path.join(dec_dir, "predictions.tsv")).read().splitlines()

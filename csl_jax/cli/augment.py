@@ -54,7 +54,7 @@ def main(args: argparse.Namespace) -> int:
   from csl_jax.pipeline import augment as pipeline
   # pylint: enable=g-import-not-at-top
   try:
-    pipeline.augment(args.out, **stage.given(
+    summary = pipeline.augment(args.out, **stage.given(
         args, "dataset", "split", "data_dir", "methods", "select",
         "select_num", "select_seed", "wait", "shards", "runner"),
                      **({"pipeline_args": args.pipeline_args}
@@ -62,6 +62,8 @@ def main(args: argparse.Namespace) -> int:
   except Pending as e:
     print(e.how or f"waiting: {', '.join(e.cells)}", file=sys.stderr)
     return EXIT_PENDING
+  print(f"csl-jax augment: done; the report is {summary['report']} "
+        "(and report.md beside it)")
   return 0
 
 

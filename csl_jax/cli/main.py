@@ -130,6 +130,7 @@ def main(argv: Optional[List[str]] = None, *,
   try:
     files, bindings, rest = _split_gin_flags(argv)
     args = build_parser().parse_args(rest)
+    stage.check_pipeline_args(args)
     module = SUBCOMMANDS[args.subcommand]
     compile_cache.enable()
     allocator.keep_freed_memory()

@@ -9,7 +9,10 @@ def add_parser(subparsers) -> None:
   p = subparsers.add_parser("parse", help="parse inputs with a fitted model")
   p.add_argument("--model", required=True, help="a `csl-jax fit` directory")
   p.add_argument("--data", required=True, help="input<TAB>output TSV")
-  p.add_argument("--k", type=int, help="k-best (with the model's output CFG)")
+  p.add_argument("--k", type=int, help="k-best: the best of the k best "
+                 "derivations whose output the model's output CFG accepts "
+                 "(default: viterbi.DEFAULT_CFG_K, 16, with an output CFG, "
+                 "else 1); a smaller k can leave inputs unparsed")
   p.add_argument("--max_source_len", type=int)
   p.add_argument("--skip_too_long", action="store_true", default=None)
   p.add_argument("--out", required=True)

@@ -56,6 +56,16 @@ def add_runner_flags(parser: argparse.ArgumentParser) -> None:
   parser.add_argument("pipeline_args", nargs="*", help=argparse.SUPPRESS)
 
 
+def check_pipeline_args(args) -> None:
+  """Beam's flags start with `-`: a word in their place is a stray value,
+  such as a second method after one `--method` (`--method csl geca`)."""
+  extra = getattr(args, "pipeline_args", None) or []
+  if extra and not extra[0].startswith("-"):
+    raise InputError(f"unexpected argument {extra[0]!r}: each flag takes "
+                     "one value (repeat it, e.g. --method csl --method "
+                     "geca); Beam's flags go after `--`")
+
+
 def given(args, *names: str, rename=None) -> Dict[str, Any]:
   """The flags the user gave, as keyword arguments (`rename`: flag -> arg).
 

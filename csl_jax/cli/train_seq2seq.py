@@ -85,6 +85,15 @@ def _register(task, data_dir, synthetic) -> None:
                      "--data_dir, or set $CSL_JAX_DATA)")
 
 
+def _check_split(task: str, split: str, flag: str) -> None:
+  """A split the task lacks is named with those it has, before any work."""
+  import seqio  # pylint: disable=g-import-not-at-top
+  splits = seqio.get_mixture_or_task(task).splits
+  if split not in splits:
+    raise InputError(f"{flag} {split!r}: {task} has no such split (it has "
+                     f"{', '.join(sorted(splits))})")
+
+
 def _train(args) -> int:
   from csl_jax.seq2seq import train  # pylint: disable=g-import-not-at-top
   _register(args.task, args.data_dir, args.synthetic)
@@ -118,6 +127,7 @@ def _decode(args) -> int:
   synthetic = args.synthetic or (None if args.data_dir
                                  else record.get("synthetic"))
   _register(args.task, data_dir, synthetic)
+  _check_split(args.task, args.split, "--split")
   model, params = train.load_params(args.model)
   lengths = input_pipeline.lengths(model_config.max_input_len,
                                    model_config.max_target_len)

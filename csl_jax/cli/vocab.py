@@ -35,7 +35,12 @@ def main(args) -> int:
     raise InputError(f"--vocab_size must be >= 1, got {args.vocab_size}")
   for path in args.tsv:  # missing, a directory, a malformed line, bad
     tsv.read_tsv(path)  # UTF-8 or an empty file: named, before training
-  os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+  parent = os.path.dirname(os.path.abspath(args.out))
+  try:
+    os.makedirs(parent, exist_ok=True)
+  except OSError as e:  # e.g. a file where a directory of the prefix goes
+    raise InputError(f"cannot create the directory of --out "
+                     f"({e.strerror.lower()})", parent) from None
   try:
     path = tasks.train_sentencepiece(args.tsv, args.out, args.vocab_size,
                                      model_type=args.model_type)

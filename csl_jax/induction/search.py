@@ -71,6 +71,18 @@ class InductionConfig:
 
   def __post_init__(self):
     configs.check_types(self)
+    configs.check_ranges(
+        self, max_nts=configs.AT_LEAST_ONE,
+        terminal_cost=configs.NON_NEGATIVE_FINITE,
+        nonterminal_cost=configs.NON_NEGATIVE_FINITE,
+        source_given_target=configs.NON_NEGATIVE_FINITE,
+        target_given_source=configs.NON_NEGATIVE_FINITE,
+        num_partitions=configs.AT_LEAST_ONE, max_steps=configs.NON_NEGATIVE,
+        sample_size=configs.NON_NEGATIVE,
+        candidates_per_rule=configs.AT_LEAST_ONE,
+        num_workers=configs.NON_NEGATIVE,
+        min_rules_per_worker=configs.AT_LEAST_ONE,
+        log_base=configs.ABOVE_ONE)
 
 
 @dataclasses.dataclass

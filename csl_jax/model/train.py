@@ -64,6 +64,15 @@ class FitConfig:
 
   def __post_init__(self):
     configs.check_types(self)
+    configs.check_ranges(
+        self, num_states=configs.AT_LEAST_ONE,
+        learning_rate=configs.POSITIVE_FINITE,
+        num_steps=configs.AT_LEAST_ONE, batch_size=configs.NON_NEGATIVE,
+        init_scale=configs.NON_NEGATIVE_FINITE,
+        tolerance=configs.NON_NEGATIVE_FINITE,
+        patience=configs.AT_LEAST_ONE, checkpoint_every=configs.AT_LEAST_ONE,
+        max_unary=configs.NON_NEGATIVE, num_restarts=configs.AT_LEAST_ONE,
+        restart_steps=configs.NON_NEGATIVE)
 
 
 def init_params(num_rules: int, num_contexts: int, num_states: int,

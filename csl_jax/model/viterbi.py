@@ -45,7 +45,7 @@ from csl_jax.model.contexts import ROOT
 from csl_jax import numba_fixes  # noqa: F401  pylint: disable=unused-import
 
 DEFAULT_MAX_UNARY_CHAIN = 3
-DEFAULT_CFG_K = 16
+DEFAULT_CFG_K = 16  # `csl-jax parse --help` says 16 too
 DEFAULT_MAX_OUTPUT_LEN = 10_000  # longer outputs (copy blow-up) are dropped
 DEFAULT_MAX_SOURCE_LEN = forest_lib.DEFAULT_MAX_SOURCE_LEN
 DEFAULT_MAX_CHART_BYTES = 2 << 30  # per input: 2 GiB

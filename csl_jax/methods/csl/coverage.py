@@ -5,6 +5,7 @@ import os
 import gin
 import numpy as np
 
+from csl_jax import configs
 from csl_jax.cky import forest
 from csl_jax.cky.grammar_arrays import DEFAULT_MAX_NTS, encode_qcfg
 from csl_jax.data import tsv
@@ -22,6 +23,9 @@ def coverage(out_dir: str, grammar: str, data: str,
   """Writes summary.json (input_coverage: % of inputs with a source-side
   parse; pair_coverage = coverage: % of pairs the grammar derives) and
   not_derived.tsv."""
+  configs.check_values("coverage", locals(), max_nts=configs.AT_LEAST_ONE,
+                       max_source_len=configs.AT_LEAST_ONE,
+                       max_target_len=configs.AT_LEAST_ONE)
   os.makedirs(out_dir, exist_ok=True)
   summary: Dict[str, Any] = {}
   rules = load_rules(grammar)

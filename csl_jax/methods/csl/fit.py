@@ -13,6 +13,7 @@ from absl import logging
 import gin
 
 from csl_jax import assets
+from csl_jax import configs
 from csl_jax.cky import forest
 from csl_jax.data import tsv
 from csl_jax.errors import InputError
@@ -82,6 +83,11 @@ def fit(out_dir: str, grammar: str, train_data: str,
   """
   from csl_jax.model import train  # pylint: disable=g-import-not-at-top
   config = config or train.FitConfig()
+  configs.check_values("fit", locals(), max_nts=configs.AT_LEAST_ONE,
+                       summary_every=configs.AT_LEAST_ONE,
+                       unlabeled_copies=configs.AT_LEAST_ONE,
+                       max_source_len=configs.AT_LEAST_ONE,
+                       max_target_len=configs.AT_LEAST_ONE)
   if forest_shards < 0:
     raise InputError(f"forest_shards must be >= 0, not {forest_shards}")
   if pipeline_args and not runner:

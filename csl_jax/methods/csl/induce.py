@@ -10,6 +10,7 @@ from absl import logging
 import gin
 
 from csl_jax import assets
+from csl_jax import configs
 from csl_jax.cky import forest
 from csl_jax.data import tsv
 from csl_jax.errors import InputError
@@ -55,6 +56,9 @@ def induce(out_dir: str, train: str, seed_rules: Optional[str] = None,
   DIR/induction_state.json when the data, config, seed rules and output CFG
   are unchanged."""
   config = config or InductionConfig()
+  configs.check_values("induce", locals(),
+                       max_source_len=configs.AT_LEAST_ONE,
+                       max_target_len=configs.AT_LEAST_ONE)
   unknown = [n for n in seed_generators if n not in SEED_GENERATORS]
   if unknown:
     raise InputError(f"unknown seed rule generator {unknown[0]!r}; valid: "

@@ -6,6 +6,7 @@ from typing import Any, Dict, Optional
 
 import gin
 
+from csl_jax import configs
 from csl_jax.data import tsv
 from csl_jax.errors import InputError
 from csl_jax.model import evaluation
@@ -23,6 +24,9 @@ def parse(out_dir: str, model: str, data: str, k: Optional[int] = None,
   error, or with `skip_too_long` get no parse and are counted."""
   if k is not None and k < 1:
     raise InputError(f"k must be >= 1, not {k}")
+  configs.check_values("parse", locals(),
+                       max_unary_chain=configs.NON_NEGATIVE,
+                       max_source_len=configs.AT_LEAST_ONE)
   csl = CSLModel.load(model)
   examples = tsv.read_tsv(data)
   os.makedirs(out_dir, exist_ok=True)

@@ -436,9 +436,26 @@ def backtranslate_bundled(out_dir: str, programs_path: str, data_dir: str,
   return summary
 
 
+def _reverse_gin(data_dir: str) -> str:
+  """The T5X config that fine-tunes the run's dataset's reverse model
+  (`gin/t5x/<dataset>_reversed.gin`; the dataset from the run's data
+  stage), or what to call one for a dataset without it."""
+  from csl_jax import gin_defaults  # pylint: disable=g-import-not-at-top
+  try:
+    with open(os.path.join(data_dir, "summary.json"), encoding="utf-8") as f:
+      dataset = json.load(f).get("dataset")
+  except (OSError, ValueError):
+    dataset = None
+  path = f"gin/t5x/{dataset}_reversed.gin"
+  if dataset and os.path.isfile(os.path.join(gin_defaults.REPO_ROOT, path)):
+    return path
+  return ("gin/t5x/<dataset>_reversed.gin (write one for your data as "
+          "gin/t5x/scan_reversed.gin is written)")
+
+
 def backtranslate_t5x(out_dir: str, programs_path: str,
                       prediction_paths: Sequence[str], where: str,
-                      workdir: str) -> Dict[str, Any]:
+                      workdir: str, data_dir: str) -> Dict[str, Any]:
   """The `backtranslate` stage where T5X is the reverse model: the
   candidates from t5x.infer's predictions for the programs (every program
   must have one, and every prediction a program); raises `Pending`, saying
@@ -460,14 +477,16 @@ def backtranslate_t5x(out_dir: str, programs_path: str,
         f"(pcfg_bt reverse_model = 't5x'). With $CSL_JAX_DATA naming {run_dir}"
         f" (or the directory above it), T5X reads the training pairs "
         f"reversed as the task {name}{tasks.registry.REVERSED_SUFFIX} and "
-        f"the programs as {programs_task}:\n"
-        f"  python -m t5x.train --gin_file=gin/t5x/<dataset>_reversed.gin "
+        f"the programs as {programs_task}. From the csl_jax repository, "
+        f"REVERSE_DIR the reverse model's directory (yours to name):\n"
+        f"  python -m t5x.train --gin_file={_reverse_gin(data_dir)} "
         f"--gin.MIXTURE_OR_TASK_NAME=\\\"{name}"
-        f"{tasks.registry.REVERSED_SUFFIX}\\\" --gin.MODEL_DIR=\\\"DIR\\\"\n"
+        f"{tasks.registry.REVERSED_SUFFIX}\\\" "
+        f"--gin.MODEL_DIR=\\\"REVERSE_DIR\\\"\n"
         f"  python -m t5x.infer --gin_file=gin/t5x/model_t5_base.gin "
         f"--gin_file=gin/t5x/backtranslate.gin "
         f"--gin.MIXTURE_OR_TASK_NAME=\\\"{programs_task}\\\" "
-        f"--gin.CHECKPOINT_PATH=\\\"DIR/checkpoint_N\\\" "
+        f"--gin.CHECKPOINT_PATH=\\\"REVERSE_DIR/checkpoint_1009900\\\" "
         f"--gin.INFER_OUTPUT_DIR=\\\"{where}\\\"\n"
         f"then run this command again: it reads the predictions from "
         f"{where} (README, \"Backtranslation with T5X\")."))
@@ -572,7 +591,7 @@ class PCFGBT:
       return [programs, base.Stage(
           "backtranslate", [programs_txt] + files, {"reverse_model": "t5x"},
           lambda d: backtranslate_t5x(d, programs_txt, files, where,
-                                      workdir))]
+                                      workdir, data.directory))]
     if self.bundle:
       settings = {"model": configs.to_json(model_config),
                   "train": configs.to_json(train_config),
