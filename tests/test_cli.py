@@ -80,6 +80,16 @@ def test_bad_gin_binding_is_a_clean_error(tmp_path, capsys):
                    "--gin.no_such_function.x=1"])
   assert code == 2
   assert "gin configuration" in capsys.readouterr().err
+  # One line each, a bare word said to need quotes.
+  for binding, text in (
+      ("--gin.InductionConfig.nosuch=1", "doesn't have a parameter named "
+       "'nosuch'; In bindings string line 1; InductionConfig.nosuch = 1"),
+      ("--gin.InductionConfig.max_nts=abc", "not a value (a string needs "
+       "quotes, e.g. --gin.X=\"'text'\"); Failed to parse token 'abc'")):
+    assert cli.main(["induce", "--train", "t.tsv", "--out",
+                     str(tmp_path / "y"), binding]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and text in lines[0], lines
 
 
 def test_unclosed_bracket_in_gin_is_a_clean_error(tmp_path, capsys):

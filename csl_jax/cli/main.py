@@ -117,7 +117,17 @@ def configure_gin(module, args: argparse.Namespace, files: List[str],
                    ", ".join(defaults))
   except (IOError, ValueError, SyntaxError, tokenize.TokenError) as e:
     # TokenError: an unclosed bracket in a binding or a gin file.
-    raise InputError(f"gin configuration: {e}") from None
+    raise InputError(f"gin configuration: {_one_line(str(e))}") from None
+
+
+def _one_line(message: str) -> str:
+  """Gin's multi-line message as one line; its parse failure of a bare
+  word (Python's "malformed node or string ... <ast.Name object ...>")
+  says what to do instead."""
+  lines = [line.strip() for line in message.splitlines() if line.strip()]
+  if lines and lines[0].startswith("malformed node or string"):
+    lines[0] = "not a value (a string needs quotes, e.g. --gin.X=\"'text'\")"
+  return "; ".join(line.rstrip(".") for line in lines)
 
 
 def main(argv: Optional[List[str]] = None, *,

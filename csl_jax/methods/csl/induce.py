@@ -109,6 +109,12 @@ def induce(out_dir: str, train: str, seed_rules: Optional[str] = None,
   result = inducer.run(os.path.join(out_dir, "induction_state.json"),
                        on_step)
   bar.close()
+  # The search's last step logged its own grammar; say what pruning (rules
+  # no derivation of the training pairs needs) made of it, as the summary.
+  logging.info("induced grammar: %d rules, objective %.2f (after pruning "
+               "the search's %s rules)", len(result.rules),
+               inducer.objective.total(result.rules),
+               result.history[-1].num_rules if result.history else "seed")
   save_rules(os.path.join(out_dir, "grammar.qcfg"), result.rules)
   derived = result.derived
   summary.update(
