@@ -433,6 +433,8 @@ def test_t5x_reverse_model_waits_for_its_predictions_then_reads_them(
                            for p in reversed(programs)), encoding="utf-8")
   (infer_dir / (shard.name + ".COMPLETED")).write_text("")
   assert cli.main(argv) == 0
+  assert (f"csl-jax augment: done; the report is {out / 'report.html'}"
+          in capsys.readouterr().out)
   assert [tuple(r) for r in tsv.read_tsv(
       str(out / "pcfg_bt_uniform" / "synthetic.tsv"))] == [
           ("do " + p, p) for p in programs]
