@@ -41,7 +41,8 @@ NOISE = re.compile(
     r"All log messages before absl::InitializeLog\(\) is called|"
     r"Unable to register cu(DNN|FFT|BLAS) factory|"
     r"computation placer already registered|TF-TRT Warning|"
-    r"This TensorFlow binary is optimized to use available CPU")
+    r"This TensorFlow binary is optimized to use available CPU|"
+    r"oneDNN custom operations are on")
 
 _JAX_PROBE = re.compile(r"Unable to initialize backend|"
                         r"CUDA-enabled jaxlib is not installed|"
