@@ -381,7 +381,7 @@ def register_dataset(
         for m in all_methods])
   program_tasks = {}
   for method, path in programs.items():
-    program_tasks[method] = f"{name}_{method}{PROGRAMS_SUFFIX}"
+    program_tasks[method] = _programs_task(name, method)
     _replace_task(program_tasks[method], {PROGRAMS_SPLIT: path}, vocabulary,
                   metric_fns, parse=parse_program)
   csl = registered.get(CSL, (None, None))
@@ -516,10 +516,14 @@ def register_run(
       programs=find_programs(run_dir))
 
 
+def _programs_task(name: str, method: str) -> str:
+  return f"{name}_{method}{PROGRAMS_SUFFIX}"
+
+
 def programs_task_name(run_dir: PathLike, method_dir: str) -> str:
   """NAME_<m>_programs, the task `register_run(run_dir)` makes of
   RUN/<method_dir>/programs/programs.txt."""
-  return f"{task_name(run_dir)}_{_method_name(method_dir)}{PROGRAMS_SUFFIX}"
+  return _programs_task(task_name(run_dir), _method_name(method_dir))
 
 
 def find_programs(run_dir: PathLike) -> Dict[str, str]:

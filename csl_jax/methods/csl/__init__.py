@@ -24,7 +24,6 @@ from csl_jax.methods.csl import induce as induce_lib
 from csl_jax.methods.csl import parse as parse_lib
 from csl_jax.methods.csl import sample as sample_lib
 from csl_jax import assets
-from csl_jax.errors import InputError
 
 # Parameters that name files: they key the cache by content (as inputs),
 # not by path.
@@ -101,8 +100,7 @@ class CSL:
   def __init__(self, num_samples: int = 100_000,
                parse_part: Optional[str] = "test"):
     configs.check_init_types(self, locals())  # before any stage runs
-    if num_samples < 1:
-      raise InputError(f"CSL.num_samples must be >= 1, got {num_samples}")
+    configs.check_values("CSL", locals(), num_samples=configs.AT_LEAST_ONE)
     self.num_samples = num_samples
     self.parse_part = parse_part
 

@@ -111,9 +111,9 @@ def induce(out_dir: str, train: str, seed_rules: Optional[str] = None,
   bar.close()
   # The search's last step logged its own grammar; say what pruning (rules
   # no derivation of the training pairs needs) made of it, as the summary.
+  objective = inducer.objective.total(result.rules)
   logging.info("induced grammar: %d rules, objective %.2f (after pruning "
-               "the search's %s rules)", len(result.rules),
-               inducer.objective.total(result.rules),
+               "the search's %s rules)", len(result.rules), objective,
                result.history[-1].num_rules if result.history else "seed")
   save_rules(os.path.join(out_dir, "grammar.qcfg"), result.rules)
   derived = result.derived
@@ -121,7 +121,7 @@ def induce(out_dir: str, train: str, seed_rules: Optional[str] = None,
       train=os.fspath(train), num_examples=len(pairs),
       num_skipped_malformed=stats.num_skipped, num_seed_rules=len(seeds),
       num_rules=len(result.rules),
-      objective=inducer.objective.total(result.rules),
+      objective=objective,
       num_steps=len(result.history),
       train_coverage=(100.0 * float(derived.mean()) if len(pairs)
                       else 0.0),  # a percentage, like every coverage

@@ -205,6 +205,12 @@ def sample_programs(out_dir: str, grammar: str, train: str,
   return summary
 
 
+def _read_programs(path: str) -> List[str]:
+  """The `programs` stage's programs.txt, one program a line."""
+  with open(path, encoding="utf-8") as f:
+    return [line.rstrip("\n") for line in f if line.strip()]
+
+
 def _vocabulary(kind: str, model_dir: str):
   """The reverse model's vocabulary: kind "word", the word model beside
   `model_dir`; "tasks", the tasks'."""
@@ -284,8 +290,7 @@ def backtranslate(out_dir: str, programs_path: str, model_dir: str,
   from csl_jax.seq2seq import input_pipeline
   from csl_jax.seq2seq import train as train_lib
   # pylint: enable=g-import-not-at-top
-  with open(programs_path, encoding="utf-8") as f:
-    programs = [line.rstrip("\n") for line in f if line.strip()]
+  programs = _read_programs(programs_path)
   model, params = train_lib.load_params(model_dir)
   cfg = model.config
   vocabulary = _vocabulary(config.reverse_vocabulary, model_dir)
@@ -379,8 +384,7 @@ def backtranslate_bundled(out_dir: str, programs_path: str, data_dir: str,
         [train_tsv], os.path.join(out_dir, WORD_SPM_PREFIX))
   vocabulary = _vocabulary(config.reverse_vocabulary,
                            os.path.join(out_dir, "model"))
-  with open(programs_path, encoding="utf-8") as f:
-    programs = [line.rstrip("\n") for line in f if line.strip()]
+  programs = _read_programs(programs_path)
   inputs = [os.path.join(data_dir, f"{p}.tsv")
             for p in ("train",) + ((eval_part,) if eval_part else ())]
   key = hashlib.sha256(json.dumps(
@@ -465,8 +469,7 @@ def backtranslate_t5x(out_dir: str, programs_path: str,
   from csl_jax.errors import Pending
   from csl_jax.methods.pcfg_bt import t5x_infer
   # pylint: enable=g-import-not-at-top
-  with open(programs_path, encoding="utf-8") as f:
-    programs = [line.strip() for line in f if line.strip()]
+  programs = _read_programs(programs_path)
   if not prediction_paths:
     run_dir = os.path.dirname(os.path.abspath(workdir))
     method = os.path.basename(os.path.abspath(workdir))

@@ -79,11 +79,10 @@ def utterances_for(programs: Sequence[str], predictions: Dict[str, str],
         f"(first: {missing[0]!r}); t5x.infer writes one for every program of "
         "the task: was it cut short, or given another run's programs?",
         source)
-  extra = len(set(predictions) - set(programs))
+  extra = sorted(set(predictions) - set(programs))
   if extra:
-    first = next(iter(sorted(set(predictions) - set(programs))))
     raise InputError(
-        f"{extra:,} predictions are for programs not in this run's "
-        f"programs.txt (first: {first!r}): another run's t5x.infer output?",
-        source)
+        f"{len(extra):,} predictions are for programs not in this run's "
+        f"programs.txt (first: {extra[0]!r}): another run's t5x.infer "
+        "output?", source)
   return [predictions[p] for p in programs]
