@@ -87,6 +87,21 @@ def quiet_checkpointer_logs() -> None:
     logger.addFilter(_DropCheckpointerInfo())
 
 
+class _DropSkippedLengthCheck(logging.Filter):
+  """SeqIO logs an INFO line for every pipeline built without its length
+  check (`input_pipeline.get_dataset` turns it off)."""
+
+  def filter(self, record: logging.LogRecord) -> bool:
+    return not str(record.msg).startswith("Length validation is skipped")
+
+
+def quiet_skipped_length_check() -> None:
+  """Drops that record from absl's logger; idempotent."""
+  logger = logging.getLogger("absl")
+  if not any(isinstance(f, _DropSkippedLengthCheck) for f in logger.filters):
+    logger.addFilter(_DropSkippedLengthCheck())
+
+
 class _DropGinProbe(logging.Filter):
   """gin tries each search-path prefix with each file reader; its package
   reader logs `ERROR Path not found` for every prefix where `gin/...` is

@@ -92,6 +92,25 @@ def test_bad_gin_binding_is_a_clean_error(tmp_path, capsys):
     assert len(lines) == 1 and text in lines[0], lines
 
 
+@pytest.mark.parametrize("argv,text", [
+    (["fit", "--grammar", "g", "--train", "t", "--out", "o",
+      "--max_source_len", "x"],
+     "csl-jax fit: error: argument --max_source_len: invalid int value: "
+     "'x' (see csl-jax fit --help)"),
+    (["prepare", "scan", "--split", "nosuch", "--out", "o"],
+     "csl-jax prepare scan: error: argument --split: invalid choice: "),
+    (["nosuch"], "csl-jax: error: argument subcommand: invalid choice: "),
+    (["fit", "--train", "t", "--out", "o"],
+     "csl-jax fit: error: the following arguments are required: --grammar"),
+])
+def test_flag_errors_are_one_line(argv, text, capsys):
+  with pytest.raises(SystemExit) as e:
+    cli.main(argv)
+  assert e.value.code == 2
+  lines = capsys.readouterr().err.strip().splitlines()
+  assert len(lines) == 1 and lines[0].startswith(text), lines
+
+
 def test_unclosed_bracket_in_gin_is_a_clean_error(tmp_path, capsys):
   code = cli.main(["prepare", "scan", "--out", str(tmp_path / "x"),
                    "--gin.induce.max_nts=[1,"])

@@ -272,6 +272,31 @@ def test_length_buckets_keep_every_example(tmp_path):
     registry.unregister_dataset("t_len")
 
 
+def test_longer_examples_are_trimmed_without_a_length_check(tmp_path,
+                                                           caplog):
+  """`get_dataset` builds SeqIO's converter without its length asserts: the
+  task trims every feature first, so a too-long example is cut (EOS
+  included), never an error; SeqIO's note of the skipped check is not
+  logged for every pipeline."""
+  (tmp_path / "train.tsv").write_text("abcdefghij\tklmnopqrst\nab\tcd\n",
+                                      encoding="utf-8")
+  registry.register_dataset("t_trim", tmp_path,
+                            vocabulary=seqio.ByteVocabulary())
+  try:
+    with caplog.at_level("INFO", logger="absl"):
+      ds = input_pipeline.get_dataset("t_trim", "train",
+                                      input_pipeline.lengths(4, 5), 2)
+      (batch,) = list(input_pipeline.numpy_batches(ds))
+    assert "Length validation is skipped" not in caplog.text
+    byte = lambda text: [ord(c) + 3 for c in text]  # ByteVocabulary's ids
+    np.testing.assert_array_equal(batch["encoder_input_tokens"], [
+        byte("abc") + [1], byte("ab") + [1, 0]])
+    np.testing.assert_array_equal(batch["decoder_target_tokens"], [
+        byte("klmn") + [1], byte("cd") + [1, 0, 0]])
+  finally:
+    registry.unregister_dataset("t_trim")
+
+
 # ---- training, checkpoints, CLI --------------------------------------------
 
 @jax.jit

@@ -73,8 +73,18 @@ def _split_gin_flags(argv: List[str]):
   return files, bindings, rest
 
 
+class _Parser(argparse.ArgumentParser):
+  """argparse's errors as one line (its usage block can run to a dozen
+  lines for a stage with many flags); `--help` still gives the usage.
+  Subcommand parsers are of this class too (`add_subparsers` makes its
+  parsers of the parent's class)."""
+
+  def error(self, message: str):
+    self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-  parser = argparse.ArgumentParser(
+  parser = _Parser(
       prog="csl-jax",
       description="Compositional data augmentation for semantic parsing.",
       epilog="Every stage also takes --gin_file=F and --gin.NAME=VALUE.")

@@ -12,6 +12,8 @@ from typing import Callable, Dict, Iterable, Iterator, Mapping
 from absl import logging
 import numpy as np
 
+from csl_jax import quiet
+
 Batch = Dict[str, np.ndarray]
 FEATURES = ("encoder_input_tokens", "decoder_input_tokens",
             "decoder_target_tokens", "decoder_loss_weights")
@@ -46,10 +48,16 @@ def get_dataset(task: str, split: str, feature_lengths: Mapping[str, int],
   then cost little); otherwise batches are drawn in data order.
   """
   import seqio  # pylint: disable=g-import-not-at-top
+  quiet.quiet_skipped_length_check()
   with without_autograph():
+    # No length check: `seqio.get_dataset` trims every feature to its
+    # length (`trim_output_features`) before the converter pads it, so its
+    # asserts never fire, and building them cost a third of a small
+    # pipeline's start (BENCHMARKS "Issue 10 → Test suite").
     ds = seqio.get_dataset(
         task, task_feature_lengths=dict(feature_lengths),
-        feature_converter=seqio.EncDecFeatureConverter(pack=False),
+        feature_converter=seqio.EncDecFeatureConverter(
+            pack=False, apply_length_check=False),
         dataset_split=split, shuffle=shuffle, num_epochs=num_epochs,
         seed=seed, use_cached=False, verbose=False)
     drop = num_epochs is None
