@@ -1,10 +1,11 @@
 """Atomic writes of text and JSON artifacts (never pickle); checked reads
 of the user's text inputs."""
 
+import hashlib
 import io
 import json
 import os
-from typing import Any, Iterable, Union
+from typing import Any, Callable, Iterable, Union
 
 from csl_jax.errors import InputError
 
@@ -95,4 +96,25 @@ def atomic_save_figure(fig, path: str, dpi: int = 100) -> str:
   fig.savefig(tmp, dpi=dpi)
   plt.close(fig)
   os.replace(tmp, path)
+  return path
+
+
+def save_figure_once(path: str, what: Any, draw: Callable[[], Any],
+                     dpi: int = 100) -> str:
+  """The PNG of `draw()` (a matplotlib figure) at `path`, drawn only when
+  `what` (JSON: everything the figure shows) differs from what the PNG
+  beside its key file shows: a figure costs about half a second, and a
+  rerun whose every stage is cached should cost nothing. Returns path."""
+  import matplotlib  # pylint: disable=g-import-not-at-top
+  path = os.fspath(path)
+  key = hashlib.sha256(json.dumps(
+      [matplotlib.__version__, what]).encode()).hexdigest()
+  key_path = path + ".key"
+  if (os.path.exists(path) and os.path.isfile(key_path)
+      and read_text(key_path).strip() == key):
+    return path
+  if os.path.exists(key_path):  # a kill before the new key is written
+    os.remove(key_path)         # must not leave the old key to a new PNG
+  atomic_save_figure(draw(), path, dpi=dpi)
+  atomic_write_text(key_path, key + "\n")
   return path

@@ -405,10 +405,12 @@ def test_experiment_writes_results_and_resumes_after_kill(
   points = plots.read_scalars(os.path.join(records[0]["dir"], "train",
                                            "tensorboard"), "train/loss")
   assert [p[0] for p in points] == list(range(1, STEPS + 1))
-  # Rerun of a finished grid: nothing trained.
+  # Rerun of a finished grid: nothing trained, no figure drawn again.
+  drawn = {p: os.stat(p).st_mtime_ns for p in summary["plots"].values()}
   calls.clear()
   _run(out, toy_data)
   assert not calls
+  assert {p: os.stat(p).st_mtime_ns for p in drawn} == drawn
   # Seeds reach synthetic sampling: one augmentation run per seed (a new
   # seed's cells come after its augmentation; the kill stops before them).
   monkeypatch.setattr(train_lib, "train", killed_at_second)
@@ -419,6 +421,29 @@ def test_experiment_writes_results_and_resumes_after_kill(
                                    "shuffle", "synthetic.tsv"))
          for s in (0, 1)]
   assert syn[0] != syn[1] and sorted(syn[0]) == sorted(syn[1])
+
+
+def test_a_figure_is_drawn_again_only_when_what_it_shows_changes(
+    tmp_path, monkeypatch):
+  from csl_jax import files as files_lib  # pylint: disable=g-import-not-at-top
+  from csl_jax.experiments import plots  # pylint: disable=g-import-not-at-top
+  path = str(tmp_path / "curves.png")
+  drawn = []
+  real = files_lib.atomic_save_figure
+  monkeypatch.setattr(files_lib, "atomic_save_figure", lambda fig, p, dpi: (
+      drawn.append(p), real(fig, p, dpi))[1])
+  for points, times in (([(1, 2.5), (2, 1.5)], 1), ([(1, 2.5), (2, 1.5)], 1),
+                        ([(1, 2.5), (2, 1.25)], 2)):
+    assert plots.learning_curves(path, {"original seed 0": points},
+                                 "toy: loss") == path
+    assert len(drawn) == times
+  # Killed between the PNG and its key: the next call draws again.
+  os.remove(path + ".key")
+  plots.learning_curves(path, {"original seed 0": points}, "toy: loss")
+  assert len(drawn) == 3 and open(path, "rb").read(4) == b"\x89PNG"
+  # Another title is another figure.
+  plots.learning_curves(path, {"original seed 0": points}, "toy: training")
+  assert len(drawn) == 4
 
 
 # ---- pretrain, then fine-tune ----------------------------------------------

@@ -6,7 +6,7 @@ import os
 from typing import Dict, List, Mapping, Sequence, Tuple
 
 from csl_jax.experiments import results as results_lib
-from csl_jax.files import atomic_save_figure
+from csl_jax.files import save_figure_once
 
 
 def _pyplot():
@@ -45,21 +45,27 @@ def read_scalars(directory: str, tag: str) -> List[Tuple[int, float]]:
 
 def accuracy_by_length(path: str, curves: Mapping[str, Mapping[int, float]],
                        title: str) -> str:
-  """One line per training data: exact match (%) against target length."""
-  plt = _pyplot()
-  fig, ax = plt.subplots(figsize=(6.4, 4.0))
-  for data, points in curves.items():
-    xs = sorted(points)
-    ax.plot(xs, [points[x] for x in xs], marker="o", markersize=3,
-            label=data)
-  ax.set_xlabel("target length (output tokens)")
-  ax.set_ylabel("exact match (%)")
-  ax.set_ylim(-2, 102)
-  ax.set_title(title)
-  ax.grid(alpha=0.3)
-  ax.legend()
-  fig.tight_layout()
-  return atomic_save_figure(fig, path)
+  """One line per training data: exact match (%) against target length.
+  A rerun whose figure would be the same keeps the PNG
+  (`files.save_figure_once`), as `learning_curves` does."""
+  def draw():
+    fig, ax = _pyplot().subplots(figsize=(6.4, 4.0))
+    for data, points in curves.items():
+      xs = sorted(points)
+      ax.plot(xs, [points[x] for x in xs], marker="o", markersize=3,
+              label=data)
+    ax.set_xlabel("target length (output tokens)")
+    ax.set_ylabel("exact match (%)")
+    ax.set_ylim(-2, 102)
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    return fig
+
+  return save_figure_once(path, [title, {
+      data: sorted(points.items()) for data, points in curves.items()}],
+                          draw)
 
 
 def learning_curves(path: str,
@@ -67,20 +73,24 @@ def learning_curves(path: str,
                     title: str) -> str:
   """Training loss (token cross-entropy, nats) against step, one line per
   run, log scale."""
-  plt = _pyplot()
-  fig, ax = plt.subplots(figsize=(6.4, 4.0))
-  for label, points in runs.items():
-    if points:
-      ax.plot([p[0] for p in points], [max(p[1], 1e-6) for p in points],
-              label=label, linewidth=1)
-  ax.set_xlabel("training step")
-  ax.set_ylabel("training loss (nats per target token)")
-  ax.set_yscale("log")
-  ax.set_title(title)
-  ax.grid(alpha=0.3)
-  ax.legend(fontsize="small")
-  fig.tight_layout()
-  return atomic_save_figure(fig, path)
+  def draw():
+    fig, ax = _pyplot().subplots(figsize=(6.4, 4.0))
+    for label, points in runs.items():
+      if points:
+        ax.plot([p[0] for p in points], [max(p[1], 1e-6) for p in points],
+                label=label, linewidth=1)
+    ax.set_xlabel("training step")
+    ax.set_ylabel("training loss (nats per target token)")
+    ax.set_yscale("log")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    return fig
+
+  return save_figure_once(path, [title, {
+      label: [list(p) for p in points] for label, points in runs.items()}],
+                          draw)
 
 
 def write_plots(out_dir: str, records, splits: Sequence[str],

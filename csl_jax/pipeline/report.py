@@ -6,15 +6,13 @@ matplotlib PNGs in `RUN/report_files/`, shared by both reports.
 """
 
 import collections
-import hashlib
 import html
-import json
 import os
 from typing import Any, Dict, List, Sequence, Tuple
 
 from csl_jax.data import tsv
-from csl_jax.files import (atomic_save_figure, atomic_write_json,
-                           atomic_write_text, read_json, read_text)
+from csl_jax.files import (atomic_write_json, atomic_write_text, read_json,
+                           save_figure_once)
 from csl_jax.pipeline import cache
 
 FILES_DIR = "report_files"
@@ -51,41 +49,33 @@ def methods_in(run_dir: str) -> List[str]:
 
 def _histogram_png(path: str, title: str, xlabel: str,
                    series: Dict[str, Sequence[int]]) -> None:
-  """Side-by-side bars of each series' share of examples per integer value.
+  """Side-by-side bars of each series' share of examples per integer value;
+  a rerun whose figure would be the same keeps the PNG
+  (`files.save_figure_once`)."""
+  counted = {name: collections.Counter(s) for name, s in series.items()}
 
-  A rerun whose figure would be the same keeps the PNG (its key, a hash of
-  what it plots, sits beside it): saving one costs about a second, and a
-  rerun with every stage cached should cost nothing.
-  """
-  import matplotlib  # pylint: disable=g-import-not-at-top
-  matplotlib.use("Agg")
-  from matplotlib import pyplot as plt  # pylint: disable=g-import-not-at-top
-  key = hashlib.sha256(json.dumps([
-      matplotlib.__version__, title, xlabel,
-      {name: sorted(collections.Counter(s).items())
-       for name, s in series.items()}]).encode()).hexdigest()
-  key_path = path + ".key"
-  if (os.path.exists(path) and os.path.isfile(key_path)
-      and read_text(key_path).strip() == key):
-    return
-  if os.path.exists(key_path):  # a kill before the new key is written
-    os.remove(key_path)         # must not leave the old key to a new PNG
-  values = sorted({v for s in series.values() for v in s})
-  fig, ax = plt.subplots(figsize=(7, 3))
-  width = 0.8 / max(len(series), 1)
-  for k, (name, s) in enumerate(series.items()):
-    counts = collections.Counter(s)
-    total = max(len(s), 1)
-    ax.bar([v + (k - (len(series) - 1) / 2) * width for v in values],
-           [100.0 * counts[v] / total for v in values], width=width,
-           label=f"{name} (n={len(s):,})")
-  ax.set_title(title)
-  ax.set_xlabel(xlabel)
-  ax.set_ylabel("share of examples (%)")
-  ax.legend(fontsize=8)
-  fig.tight_layout()
-  atomic_save_figure(fig, path, dpi=90)
-  atomic_write_text(key_path, key + "\n")
+  def draw():
+    import matplotlib  # pylint: disable=g-import-not-at-top
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt  # pylint: disable=g-import-not-at-top
+    values = sorted({v for counts in counted.values() for v in counts})
+    fig, ax = plt.subplots(figsize=(7, 3))
+    width = 0.8 / max(len(series), 1)
+    for k, (name, s) in enumerate(series.items()):
+      counts, total = counted[name], max(len(s), 1)
+      ax.bar([v + (k - (len(series) - 1) / 2) * width for v in values],
+             [100.0 * counts[v] / total for v in values], width=width,
+             label=f"{name} (n={len(s):,})")
+    ax.set_title(title)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("share of examples (%)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+  save_figure_once(path, [title, xlabel, {
+      name: sorted(counts.items()) for name, counts in counted.items()}],
+                   draw, dpi=90)
 
 
 def _table_md(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
