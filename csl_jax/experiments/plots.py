@@ -88,9 +88,7 @@ def learning_curves(path: str,
     fig.tight_layout()
     return fig
 
-  return save_figure_once(path, [title, {
-      label: [list(p) for p in points] for label, points in runs.items()}],
-                          draw)
+  return save_figure_once(path, [title, dict(runs)], draw)
 
 
 def write_plots(out_dir: str, records, splits: Sequence[str],

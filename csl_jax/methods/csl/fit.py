@@ -87,9 +87,8 @@ def fit(out_dir: str, grammar: str, train_data: str,
                        summary_every=configs.AT_LEAST_ONE,
                        unlabeled_copies=configs.AT_LEAST_ONE,
                        max_source_len=configs.AT_LEAST_ONE,
-                       max_target_len=configs.AT_LEAST_ONE)
-  if forest_shards < 0:
-    raise InputError(f"forest_shards must be >= 0, not {forest_shards}")
+                       max_target_len=configs.AT_LEAST_ONE,
+                       forest_shards=configs.NON_NEGATIVE)
   if pipeline_args and not runner:
     raise InputError(f"Beam pipeline flags {list(pipeline_args)} need a "
                      "runner (fit.runner)")
