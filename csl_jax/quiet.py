@@ -71,17 +71,24 @@ def silence_accelerator_logs() -> None:
       logger.addFilter(_DropJaxProbe())
 
 
+# Orbax's, and TensorFlow's for the data position saved beside each
+# checkpoint ("Sharding callback duration: ...").
+_CHECKPOINTERS = (f"{os.sep}orbax{os.sep}",
+                  os.path.join("tensorflow", "python", "checkpoint", ""))
+
+
 class _DropCheckpointerInfo(logging.Filter):
   """Orbax logs a dozen INFO lines per checkpoint saved; ten lanes of a
-  GPU call bury their own progress under them. Its warnings pass."""
+  GPU call bury their own progress under them. Warnings pass."""
 
   def filter(self, record: logging.LogRecord) -> bool:
     return (record.levelno >= logging.WARNING or
-            f"{os.sep}orbax{os.sep}" not in record.pathname)
+            not any(p in record.pathname for p in _CHECKPOINTERS))
 
 
 def quiet_checkpointer_logs() -> None:
-  """Drops orbax's INFO records from absl's logger; idempotent."""
+  """Drops the checkpointers' INFO records from absl's logger;
+  idempotent."""
   logger = logging.getLogger("absl")
   if not any(isinstance(f, _DropCheckpointerInfo) for f in logger.filters):
     logger.addFilter(_DropCheckpointerInfo())

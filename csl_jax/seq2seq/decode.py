@@ -137,21 +137,38 @@ def _start_beams(batch, k, max_len):
           jnp.zeros((batch, k), bool))
 
 
+def _encode_for_beams(model, params, inputs, k):
+  """Each input row and its encoder output repeated for its k beams
+  ([batch * k, ...]): the encoder runs once per input, not per beam."""
+  encoded = model.apply({"params": params}, inputs,
+                        method=models.Transformer.encode)
+  return jnp.repeat(inputs, k, axis=0), jnp.repeat(encoded, k, axis=0)
+
+
+def _reorder_beams(cache, rows):
+  """The self-attention cache rows of the beams each new beam extends. The
+  cross-attention cache (the encoder output's keys and values) is the same
+  for every beam of an input, so it stays where it is."""
+  def take(path, a):
+    if any(getattr(key, "key", None) == "cross_attention" for key in path):
+      return a
+    return a[rows]
+  return jax.tree_util.tree_map_with_path(take, cache)
+
+
 @functools.partial(jax.jit, static_argnums=(0, 3, 4))
 def beam_search_cached(model, params, inputs, max_len: int, beam_size: int):
   """`beam_search` over the key/value cache: each step's new beams take the
   cache rows of the beams they extend."""
   batch, k = inputs.shape[0], beam_size
-  flat_inputs = jnp.repeat(inputs, k, axis=0)
-  encoded = model.apply({"params": params}, flat_inputs,
-                        method=models.Transformer.encode)
+  flat_inputs, encoded = _encode_for_beams(model, params, inputs, k)
 
   def step(i, state, cache, tokens):
     log_p, cache = _cached_log_probs(model, params, encoded, flat_inputs,
                                      cache, tokens, i, max_len)
     state, beam = _advance_beams(i, log_p, *state)
     rows = (beam + k * jnp.arange(batch)[:, None]).reshape(-1)
-    return state, jax.tree_util.tree_map(lambda a: a[rows], cache)
+    return state, _reorder_beams(cache, rows)
 
   state, cache = step(0, _start_beams(batch, k, max_len), None,
                       jnp.zeros((batch * k,), jnp.int32))
@@ -179,9 +196,7 @@ def beam_search(model, params, inputs, max_len: int, beam_size: int):
   Returns ([batch, max_len] tokens, [batch] log-probabilities). No cache.
   """
   batch, k = inputs.shape[0], beam_size
-  flat_inputs = jnp.repeat(inputs, k, axis=0)
-  encoded = model.apply({"params": params}, flat_inputs,
-                        method=models.Transformer.encode)
+  flat_inputs, encoded = _encode_for_beams(model, params, inputs, k)
 
   def body(i, state):
     log_p = _step_log_probs(model, params, encoded, flat_inputs,
