@@ -160,11 +160,45 @@ def test_methods_through_the_pipeline(tmp_path):
   prim = tsv.read_tsv(os.path.join(run, "primaug", "synthetic.tsv"))
   assert 0 < len(prim) <= (20 - 1) * len(PAIRS)
   report = open(os.path.join(run, "report.md"), encoding="utf-8").read()
+  # A dataset without splits is named by its directory.
+  assert report.startswith(f"# Augmentation: tsv / {data}\n")
   assert "vocabulary | — | 7 -> 140 / 3 -> 60 |" in report
   assert "3: at level sea -> 0; jump -> J; walk -> W |" in report
   again = pipeline.augment(run, dataset="tsv", data_dir=str(data),
                            methods=["primaug", "augzero"])
   assert all(s["cached"] for s in again["stages"].values())
+
+
+def test_selectors_read_copies_as_the_tokens_they_copy(tmp_path):
+  """UAT and CMaxEnt parse SCAN commands: over primaug's and AugZero's
+  candidates they read `jump@2` as `jump`, so every candidate is a query
+  (not only those without a copy) and the subset written is of the
+  candidates as they are, copies included."""
+  from csl_jax.pipeline import augment as pipeline  # pylint: disable=g-import-not-at-top
+  train, _ = scan.make_split("addprim_jump")
+  data = tmp_path / "data"
+  data.mkdir()
+  tsv.write_tsv(data / "train.tsv", train[:200] + [tsv.Example(
+      "jump", "I_JUMP")])
+  tsv.write_tsv(data / "test.tsv", [tsv.Example("jump twice",
+                                                "I_JUMP I_JUMP")])
+  run = str(tmp_path / "run")
+  pipeline.augment(run, dataset="tsv", data_dir=str(data),
+                   methods=["primaug_2", "augzero_20"],
+                   select=["uat", "cmaxent"], select_num=150)
+  for method in ("primaug_2", "augzero_20"):
+    pool = set(tsv.read_tsv(os.path.join(run, method, "candidates.tsv")))
+    for selector in ("uat", "cmaxent"):
+      chosen = tsv.read_tsv(os.path.join(run, method, f"{selector}_150",
+                                         "synthetic.tsv"))
+      assert len(chosen) == 150 and set(chosen) <= pool
+      # AugZero's candidates all hold copies; primaug's nearly all do.
+      assert sum("@" in ex.input for ex in chosen) >= 140
+      for ex in chosen:
+        back = pipeline.originals([ex])[0]
+        assert scan.interpret(back.input) == back.output
+  assert pipeline.originals([tsv.Example("jump@2 twice@13", "I_JUMP@2")]) \
+      == [tsv.Example("jump twice", "I_JUMP")]
 
 
 def test_experiment_vocabulary_gets_the_new_tokens(tmp_path):

@@ -91,6 +91,8 @@ def prepare(out_dir: str, dataset: str, split: Optional[str] = None,
       raise InputError("no such data directory", data_dir)
   parts = spec.load(split, data_dir, options)
   summary: Dict[str, Any] = {"dataset": dataset, "split": split}
+  if data_dir:  # names the data where no split does (`tsv`)
+    summary["data_dir"] = os.path.abspath(data_dir)
   summary.update({k: v for k, v in options.items()})
   total = 0
   for part, examples in parts.items():

@@ -13,11 +13,12 @@ One process at a time holds the directory (`lock.run_lock`).
 
 import os
 import shutil
-from typing import Any, Dict, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 import gin
 
 from csl_jax.data import registry as data_registry
+from csl_jax.data import token_copies
 from csl_jax.data import tsv
 from csl_jax.errors import InputError
 from csl_jax.errors import Pending
@@ -63,13 +64,28 @@ def prepare_stage(dataset: str, split: Optional[str], data_dir: Optional[str],
       lambda d: data_registry.prepare(d, dataset, split, data_dir, options))
 
 
+def originals(pool: Sequence[tsv.Example]) -> List[tsv.Example]:
+  """The pool with every token copy (`jump@2`) read as the token it copies
+  (`jump`): what a selector parses of primaug's and AugZero's candidates."""
+  def read(text: str) -> str:
+    if token_copies.SEPARATOR not in text:
+      return text
+    return " ".join(map(token_copies.original_token, text.split()))
+  return [tsv.Example(read(ex.input), read(ex.output)) for ex in pool]
+
+
 def select_stage(selector: str, k: int, seed: int, candidates: str,
-                 train: str) -> method_base.Stage:
+                 train: str, copies: bool = False) -> method_base.Stage:
+  """A selector's k of `candidates`. With `copies` (a method that writes
+  token copies) the selector sees each copy as the token it copies: the
+  templates, atoms and compounds are the dataset's (a copy of `jump` is a
+  verb), and the subset written is of the candidates as they are."""
   chooser = selection.get(selector)
 
   def run(directory: str) -> Dict[str, Any]:
     pool = tsv.read_tsv(candidates)
-    chosen = chooser.select(pool, tsv.read_tsv(train), k, seed)
+    chosen = chooser.select(originals(pool) if copies else pool,
+                            tsv.read_tsv(train), k, seed)
     tsv.write_tsv(os.path.join(directory, "synthetic.tsv"),
                   [pool[i] for i in chosen])
     return {"selector": selector, "k": k, "seed": seed,
@@ -77,6 +93,8 @@ def select_stage(selector: str, k: int, seed: int, candidates: str,
             "num_short": max(0, k - len(chosen))}
 
   config = {"selector": selector, "k": k, "seed": seed}
+  if copies:  # the key a selection made before had
+    config["copies_read_as_originals"] = True
   if hasattr(chooser, "config"):  # gin-bound options (UAT.alpha, ...)
     config["options"] = chooser.config()
   return method_base.Stage(f"{selector}_{k}", [candidates, train], config,
@@ -208,7 +226,8 @@ def _augment(run_dir, dataset, split, data_dir, dataset_options, methods,
       _publish(candidates, os.path.join(workdir, "synthetic.tsv"))
       for selector in selectors:
         stage = select_stage(selector, select_num, select_seed, candidates,
-                             run_data.train)
+                             run_data.train,
+                             getattr(method, "writes_token_copies", False))
         stage_summaries[stage.name] = cache.run_stage(stage,
                                                       stage.path(workdir))
         summary["stages"][f"{method.name}/{stage.name}"] = _brief(

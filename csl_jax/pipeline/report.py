@@ -157,7 +157,9 @@ def write_report(run_dir: str) -> str:
   """Writes the report of everything in `run_dir`; returns the HTML path."""
   data = os.path.join(run_dir, "data")
   summary = read_json(os.path.join(data, "summary.json"))
-  title = f"Augmentation: {summary.get('dataset')} / {summary.get('split')}"
+  where = summary.get("split") or summary.get("data_dir")
+  title = f"Augmentation: {summary.get('dataset')}" + (
+      f" / {where}" if where else "")
   methods = methods_in(run_dir)
   info = {m: read_json(os.path.join(run_dir, m, "summary.json"))
           for m in methods}

@@ -114,8 +114,8 @@ def featurize(pool: Sequence[Example], abstraction: str = "auto",
   (template_of, templates, valid, atoms, atom_names, compounds,
    compound_names) = out
   if not valid.any():
-    raise InputError(f"no candidate output is a {abst.name} query, e.g. "
-                     f"{keys[0]!r}")
+    raise InputError(f"no candidate {abst.field} is a {abst.name} query, "
+                     f"e.g. {keys[0]!r}")
   if not valid.all():
     logging.warning("selection: %d of %d candidate queries are not %s "
                     "queries; they are never selected", (~valid).sum(),

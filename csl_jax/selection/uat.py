@@ -151,7 +151,7 @@ class UAT:
           pool, templates.get(self.abstraction, pool).name, self.num_shards,
           self.runner, self.pipeline_args)
       if not len(usable):
-        raise InputError("no candidate output is a "
+        raise InputError("no candidate is a "
                          f"{self.abstraction} query")
     else:
       feats = diversity.featurize(pool, self.abstraction, structure=False)

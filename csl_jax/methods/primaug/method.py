@@ -45,6 +45,9 @@ class PrimAug:
   name = "primaug"
   # New tokens (copies): an experiment's vocabulary must have them.
   adds_tokens = True
+  # Copies `jump@2` (csl_jax.data.token_copies): selectors read them as the
+  # tokens they copy.
+  writes_token_copies = True
   # The paper trains on the union of the original and the copies.
   mixing = "union"
 
