@@ -143,6 +143,34 @@ def test_beam_search_matches_twin(twin_model, search):
     assert score == pytest.approx(want_score, abs=1e-4)
 
 
+def test_beams_share_their_inputs_cross_attention_cache(twin_model):
+  """Beam search reorders only the self-attention cache: the k beams of an
+  input have the same cross-attention rows (the encoder output is repeated,
+  not recomputed per beam), so moving them would change nothing."""
+  model, params, inputs = twin_model
+  k = 3
+  flat, encoded = decode._encode_for_beams(  # pylint: disable=protected-access
+      model, params, jnp.asarray(inputs), k)
+  _, cache = decode._cached_log_probs(  # pylint: disable=protected-access
+      model, params, encoded, flat, None, jnp.zeros((len(flat),), jnp.int32),
+      0, TWIN.max_target_len)
+  rows = jnp.asarray([2, 2, 0] + [3 + i for i in range(3 * len(inputs) - 3)])
+  moved = decode._reorder_beams(cache, rows)  # pylint: disable=protected-access
+  seen = set()
+  for path, a in jax.tree_util.tree_leaves_with_path(cache):
+    names = {getattr(key, "key", None) for key in path}
+    b = dict(jax.tree_util.tree_leaves_with_path(moved))[path]
+    if "cross_attention" in names:
+      seen.add("cross")
+      groups = np.asarray(a).reshape((len(inputs), k) + a.shape[1:])
+      assert (groups == groups[:, :1]).all()
+      np.testing.assert_array_equal(b, a)  # left in place
+    else:
+      seen.add("self")
+      np.testing.assert_array_equal(b, np.asarray(a)[np.asarray(rows)])
+  assert seen == {"cross", "self"}
+
+
 @pytest.mark.parametrize("search", [decode.beam_search,
                                     decode.beam_search_cached])
 def test_beam_search_prefers_a_finished_beam(search):
