@@ -25,6 +25,13 @@ def original_token(token: str) -> str:
   return base if sep and index.isdigit() else token
 
 
+def original_text(text: str) -> str:
+  """`text` with every copy read as the token it copies."""
+  if SEPARATOR not in text:
+    return text
+  return " ".join(map(original_token, text.split()))
+
+
 def check_no_separator(pairs: Iterable[Tuple[str, str]],
                        source: Optional[str] = None) -> None:
   """Raises InputError if a token already contains the separator."""

@@ -67,10 +67,7 @@ def prepare_stage(dataset: str, split: Optional[str], data_dir: Optional[str],
 def originals(pool: Sequence[tsv.Example]) -> List[tsv.Example]:
   """The pool with every token copy (`jump@2`) read as the token it copies
   (`jump`): what a selector parses of primaug's and AugZero's candidates."""
-  def read(text: str) -> str:
-    if token_copies.SEPARATOR not in text:
-      return text
-    return " ".join(map(token_copies.original_token, text.split()))
+  read = token_copies.original_text
   return [tsv.Example(read(ex.input), read(ex.output)) for ex in pool]
 
 
