@@ -246,7 +246,9 @@ def _augment_gin(tmp_path, flags, gin_files=(), bindings=()):
 
 
 def test_a_builtin_dataset_brings_each_methods_settings(tmp_path, caplog):
+  import logging  # pylint: disable=g-import-not-at-top
   import gin  # pylint: disable=g-import-not-at-top
+  caplog.set_level(logging.INFO)  # the log lines are INFO, whatever ran first
   # The class defaults (a 4-word wug, no memory cap) are no dataset's;
   # gin/geca/scan.gin's wug is one word, gin/geca/cogs.gin caps memory.
   _augment_gin(tmp_path, ["--method", "geca"])
@@ -278,6 +280,12 @@ def test_a_builtin_dataset_brings_each_methods_settings(tmp_path, caplog):
   with pytest.raises(ValueError):
     gin.query_parameter("geca.GECAConfig.wug_size")
   assert "first" not in caplog.text
+  assert "tsv: no dataset settings" in caplog.text  # and says so
+  gin.clear_config()
+  caplog.clear()  # ... unless the user brings gin files
+  _augment_gin(tmp_path, ["--dataset", "tsv", "--method", "geca"],
+               [str(mine)])
+  assert "tsv: no dataset settings" not in caplog.text
 
 
 def test_dataset_settings_already_loaded_are_not_added(tmp_path):

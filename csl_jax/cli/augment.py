@@ -4,6 +4,8 @@ import argparse
 import sys
 from typing import List
 
+from absl import logging
+
 from csl_jax.cli import stage
 from csl_jax.data import registry as data_registry
 
@@ -81,6 +83,11 @@ def gin_defaults(args: argparse.Namespace, files: List[str]) -> List[str]:
   that the user's `files` do not load: the dataset and methods from the
   flags, else the gin bindings, else the defaults."""
   from csl_jax import gin_defaults as defaults  # pylint: disable=g-import-not-at-top
+  dataset = args.dataset or defaults.bound("augment.dataset", "scan")
+  if dataset == "tsv" and not files:
+    logging.info("tsv: no dataset settings, so each method runs its class "
+                 "defaults; a built-in dataset's (e.g. --gin_file=gin/csl/"
+                 "geoquery_augment.gin) may fit your data better")
   return defaults.missing(
-      args.dataset or defaults.bound("augment.dataset", "scan"),
-      args.methods or defaults.bound("augment.methods", ["csl"]), files)
+      dataset, args.methods or defaults.bound("augment.methods", ["csl"]),
+      files)
