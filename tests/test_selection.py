@@ -94,6 +94,20 @@ def test_scan_tree_and_template():
       "conj(num(around(verb,dir)),verb)")
   with pytest.raises(InputError):
     templates.SCAN.tree("jump jump")
+  # SCAN*'s primitives are verbs like SCAN's own.
+  assert templates.SCAN.template(templates.SCAN.tree(
+      "p87 around left twice and p4")) == "conj(num(around(verb,dir)),verb)"
+  with pytest.raises(InputError):
+    templates.SCAN.tree("p8x twice")
+
+
+def test_every_scan_star_command_is_a_scan_query():
+  import random  # pylint: disable=g-import-not-at-top
+  from csl_jax.data import scan_star  # pylint: disable=g-import-not-at-top
+  pool = scan_star.generate(random.Random(0), 300, 1, 30,
+                            scan_star.primitives())
+  feats = diversity.featurize(pool, "auto", structure=False)
+  assert feats.abstraction == "scan" and feats.valid.all()
 
 
 def test_smcalflow_sexpr():

@@ -331,6 +331,12 @@ COGS = bracketed(
 # S -> V twice | V thrice | V; V -> D[1] opposite D[2] | D[1] around D[2] |
 # D | U; D -> U left | U right | turn left | turn right; U -> walk | ...
 _SCAN_VERB = {"walk", "look", "run", "jump"}
+# SCAN*'s other primitives (Zhou et al. 2023; csl_jax/data/scan_star.py).
+_SCAN_STAR_VERB = re.compile(r"p\d+")
+
+
+def _scan_verb(word: str) -> bool:
+  return word in _SCAN_VERB or _SCAN_STAR_VERB.fullmatch(word) is not None
 _SCAN_CLASS = {"and": "conj", "after": "conj", "twice": "num",
                "thrice": "num", "left": "dir", "right": "dir"}
 
@@ -349,12 +355,12 @@ def _scan_tree(command: str) -> Tree:
       return (ws[1], (verb(ws[0]), (ws[2], ())))
     if len(ws) == 2 and ws[1] in ("left", "right"):
       return (ws[1], (verb(ws[0]),))
-    if len(ws) == 1 and ws[0] in _SCAN_VERB:
+    if len(ws) == 1 and _scan_verb(ws[0]):
       return verb(ws[0])
     raise InputError(f"not a SCAN command: {command!r}")
 
   def verb(w: str) -> Tree:
-    if w not in _SCAN_VERB and w != "turn":
+    if not _scan_verb(w) and w != "turn":
       raise InputError(f"not a SCAN command: {command!r}")
     return (w, ())
 
@@ -363,7 +369,7 @@ def _scan_tree(command: str) -> Tree:
 
 def _scan_template(tree: Tree) -> str:
   return to_string(relabel(
-      tree, lambda w, leaf: "verb" if w in _SCAN_VERB else
+      tree, lambda w, leaf: "verb" if _scan_verb(w) else
       _SCAN_CLASS.get(w, w)))
 
 
@@ -372,7 +378,8 @@ SCAN = Abstraction(
     key=lambda text: text,
     tree=_scan_tree,
     template=_scan_template,
-    doc="SCAN: outputs are flat action sequences, so the tree is the "
+    doc="SCAN (and SCAN*, whose verbs p4..p199 are verbs too): outputs are "
+    "flat action sequences, so the tree is the "
     "command's parse under the SCAN grammar; no entities; template: "
     "verbs -> verb, left/right -> dir, twice/thrice -> num, and/after -> "
     "conj (turn, opposite, around kept).",
