@@ -55,6 +55,13 @@ def has_accelerator_device() -> bool:
   return any(glob.glob(p) for p in patterns)
 
 
+def _add_once(logger: logging.Logger, kind: type) -> None:
+  """Adds a `kind` filter to `logger` unless it has one: every installer
+  here is idempotent."""
+  if not any(isinstance(f, kind) for f in logger.filters):
+    logger.addFilter(kind())
+
+
 class _DropJaxProbe(logging.Filter):
 
   def filter(self, record: logging.LogRecord) -> bool:
@@ -66,9 +73,7 @@ def silence_accelerator_logs() -> None:
   device = has_accelerator_device()
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2" if device else "3")
   if not device:
-    logger = logging.getLogger("jax._src.xla_bridge")
-    if not any(isinstance(f, _DropJaxProbe) for f in logger.filters):
-      logger.addFilter(_DropJaxProbe())
+    _add_once(logging.getLogger("jax._src.xla_bridge"), _DropJaxProbe)
 
 
 # Orbax's, and TensorFlow's for the data position saved beside each
@@ -89,9 +94,7 @@ class _DropCheckpointerInfo(logging.Filter):
 def quiet_checkpointer_logs() -> None:
   """Drops the checkpointers' INFO records from absl's logger;
   idempotent."""
-  logger = logging.getLogger("absl")
-  if not any(isinstance(f, _DropCheckpointerInfo) for f in logger.filters):
-    logger.addFilter(_DropCheckpointerInfo())
+  _add_once(logging.getLogger("absl"), _DropCheckpointerInfo)
 
 
 class _DropSkippedLengthCheck(logging.Filter):
@@ -104,9 +107,7 @@ class _DropSkippedLengthCheck(logging.Filter):
 
 def quiet_skipped_length_check() -> None:
   """Drops that record from absl's logger; idempotent."""
-  logger = logging.getLogger("absl")
-  if not any(isinstance(f, _DropSkippedLengthCheck) for f in logger.filters):
-    logger.addFilter(_DropSkippedLengthCheck())
+  _add_once(logging.getLogger("absl"), _DropSkippedLengthCheck)
 
 
 class _DropGinProbe(logging.Filter):
@@ -123,9 +124,7 @@ class _DropGinProbe(logging.Filter):
 def quiet_gin_search() -> None:
   """Drops those records from the root logger (gin logs there); a file
   found nowhere is still gin's IOError; idempotent."""
-  logger = logging.getLogger()
-  if not any(isinstance(f, _DropGinProbe) for f in logger.filters):
-    logger.addFilter(_DropGinProbe())
+  _add_once(logging.getLogger(), _DropGinProbe)
 
 
 @contextlib.contextmanager

@@ -333,12 +333,12 @@ COGS = bracketed(
 _SCAN_VERB = {"walk", "look", "run", "jump"}
 # SCAN*'s other primitives (Zhou et al. 2023; csl_jax/data/scan_star.py).
 _SCAN_STAR_VERB = re.compile(r"p\d+")
+_SCAN_CLASS = {"and": "conj", "after": "conj", "twice": "num",
+               "thrice": "num", "left": "dir", "right": "dir"}
 
 
 def _scan_verb(word: str) -> bool:
   return word in _SCAN_VERB or _SCAN_STAR_VERB.fullmatch(word) is not None
-_SCAN_CLASS = {"and": "conj", "after": "conj", "twice": "num",
-               "thrice": "num", "left": "dir", "right": "dir"}
 
 
 def _scan_tree(command: str) -> Tree:
