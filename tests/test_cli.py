@@ -264,6 +264,16 @@ def test_a_builtin_dataset_brings_each_methods_settings(tmp_path, caplog):
   assert gin.query_parameter(
       "pcfg_bt.PCFGBTConfig.grammar") == "tasks/cogs/typed.cfg"
   gin.clear_config()
+  # SCAN* runs SCAN's settings (at the class defaults CSL's induction is
+  # far slower and GECA's memory guard refuses); the split from the flag.
+  _augment_gin(tmp_path, ["--dataset", "scan_star", "--split", "length",
+                          "--method", "csl", "--method", "geca"])
+  assert gin.query_parameter("geca.GECAConfig.wug_size") == 1
+  assert gin.query_parameter("SampleConfig.max_depth") == 5
+  assert gin.query_parameter("augment.dataset") == "scan_star"
+  assert "gin/csl/scan_star_augment.gin, gin/geca/scan_star.gin first" in (
+      caplog.text)
+  gin.clear_config()
   # The user's bindings and files win; the dataset may come from gin.
   mine = tmp_path / "mine.gin"
   mine.write_text("augment.dataset = 'cogs'\n"
