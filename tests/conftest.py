@@ -1,6 +1,7 @@
 """Shared pytest fixtures. Importable helpers live in `csl_jax.testing`."""
 
 import atexit
+import gc
 import importlib.util
 import os
 import shutil
@@ -65,6 +66,18 @@ def pytest_configure(config):
     # the tests that use these kernels will say why
     print(f"numba warm-up part {part!r} failed:\n{err}", file=sys.stderr)
   print(f"numba warm-up: {time.time() - start:.0f} s", file=sys.stderr)
+
+
+def pytest_collection_finish(session):
+  """Every test module is imported now, and with them TensorFlow, JAX and
+  SeqIO: millions of objects that live as long as the process. Frozen, the
+  collector's full passes stop walking them (each took ~0.4 s, about 25 a
+  worker; BENCHMARKS.md "Issue 10 -> Test suite"), as `csl_jax.cli.main`
+  freezes them after its imports."""
+  del session
+  gc.collect()
+  gc.freeze()
+  gc.set_threshold(700, 10, 1000)
 
 
 def pytest_xdist_auto_num_workers(config):
