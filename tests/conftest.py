@@ -70,10 +70,10 @@ def pytest_configure(config):
 
 def pytest_collection_finish(session):
   """Every test module is imported now, and with them TensorFlow, JAX and
-  SeqIO: millions of objects that live as long as the process. Frozen, the
-  collector's full passes stop walking them (each took ~0.4 s, about 25 a
-  worker; BENCHMARKS.md "Issue 10 -> Test suite"), as `csl_jax.cli.main`
-  freezes them after its imports."""
+  SeqIO: objects that live as long as the process. Frozen, the collector's
+  full passes stop walking them (as `csl_jax.cli.main` freezes its
+  imports), and the passes run 100 times less often: they were a measured
+  share of the suite (BENCHMARKS.md "Issue 10 -> Test suite", session 43)."""
   del session
   gc.collect()
   gc.freeze()
