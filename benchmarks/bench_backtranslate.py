@@ -16,9 +16,9 @@ import argparse
 import os
 import time
 
+from csl_jax.methods.pcfg_bt import method as pcfg_bt
 from csl_jax.seq2seq import decode
 from csl_jax.seq2seq import train as train_lib
-from tasks import vocab as vocab_lib
 
 
 def main():
@@ -32,13 +32,15 @@ def main():
   parser.add_argument("--batch_size", type=int, default=64)
   parser.add_argument("--out", required=True)
   args = parser.parse_args()
+  # The reverse model, its word vocabulary and the programs, read as the
+  # backtranslate stage reads them.
+  # pylint: disable=protected-access
   directory = os.path.join(args.model, "model")
-  config, _ = train_lib.load_config(directory)
   model, params = train_lib.load_params(directory)
-  vocabulary = vocab_lib.get_vocabulary(
-      "sentencepiece", os.path.join(args.model, "spm.model"))
-  with open(args.programs, encoding="utf-8") as f:
-    programs = [line.rstrip("\n") for line in f][:args.num]
+  config = model.config
+  vocabulary = pcfg_bt._vocabulary("word", directory)
+  programs = pcfg_bt._read_programs(args.programs)[:args.num]
+  # pylint: enable=protected-access
   decode.translate(model, params, vocabulary, programs[:1],
                    config.max_input_len, config.max_target_len,
                    args.batch_size, args.beam)  # compiles

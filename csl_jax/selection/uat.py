@@ -147,12 +147,11 @@ class UAT:
       from csl_jax.selection import beam_uat
       from csl_jax.selection import templates
       # pylint: enable=g-import-not-at-top
+      abst = templates.get(self.abstraction, pool)
       usable, tmpl = beam_uat.template_ids(
-          pool, templates.get(self.abstraction, pool).name, self.num_shards,
-          self.runner, self.pipeline_args)
-      if not len(usable):
-        raise InputError("no candidate is a "
-                         f"{self.abstraction} query")
+          pool, abst.name, self.num_shards, self.runner, self.pipeline_args)
+      if not len(usable):  # featurize's message, "auto" resolved
+        raise InputError(f"no candidate {abst.field} is a {abst.name} query")
     else:
       feats = diversity.featurize(pool, self.abstraction, structure=False)
       return select_from_features(feats, k, self.alpha, seed, self.mode)
