@@ -161,6 +161,9 @@ def test_bad_flags_stop_before_work(tmp_path, capsys, small_scan):
   assert "--select_num" in capsys.readouterr().err
   assert _run(out, str(tmp_path / "nope")) == 2
   assert "no such data directory" in capsys.readouterr().err
+  assert _run(out, small_scan, "--select", "random", "--select_num", "5",
+              "--select_seed", "-1") == 2
+  assert "--select_seed must be >= 0" in capsys.readouterr().err
   assert not os.path.exists(os.path.join(out, "csl"))
 
 

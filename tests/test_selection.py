@@ -461,6 +461,8 @@ def test_selectors_distinct_indices_and_short_pool():
     assert sorted(everything.tolist()) == list(range(len(pool)))
     with pytest.raises(InputError):
       selection.get(name).select(pool, [], 0, 0)
+  with pytest.raises(InputError, match="select_num"):
+    selection.get("random").select(pool, [], -1, 0)
 
 
 def test_cmaxent_gin_config(clear_gin):
@@ -471,6 +473,20 @@ def test_cmaxent_gin_config(clear_gin):
   assert selection.get("cmaxent_uat").abstraction == "geoquery"
   with pytest.raises(InputError):
     cmaxent.CMaxEnt(weighting="x")
+  # Exact ties (tol 0) would be broken by float rounding, differently in
+  # the kernel and its naive twin.
+  with pytest.raises(InputError, match="tol"):
+    cmaxent.CMaxEnt(tol=0.0)
+
+
+@pytest.mark.parametrize("name", ["uat", "cmaxent", "cmaxent_uat"])
+def test_selection_key_names_the_abstractions(name, monkeypatch):
+  # A change to what an abstraction returns changes the selection: the
+  # stage key must change with it (else a cached selection is reused).
+  before = selection.get(name).config()
+  monkeypatch.setattr(templates, "ABSTRACTIONS_VERSION",
+                      templates.ABSTRACTIONS_VERSION + 1)
+  assert selection.get(name).config() != before
 
 
 def test_report_rows_and_plot(tmp_path):
@@ -509,6 +525,19 @@ def test_pipeline_select_stage(tmp_path, clear_gin):
       augment.select_stage("uat", 12, 0, str(cands), str(train)),
       str(tmp_path / "uat"))
   assert not changed["cached"]
+
+
+def test_unparseable_candidates_are_not_a_template():
+  # Two readable queries of one template and one unreadable output: the
+  # pool covers one template, with entropy 0.
+  pool = [Example("a", "answer ( state )"), Example("b", "answer ( river )"),
+          Example("c", "answer state , loc_1 ( m0 ) )")]
+  feats = diversity.featurize(pool, "geoquery")
+  div = diversity.diversity(feats, np.arange(3))
+  assert div["size"] == 3 and div["templates_covered"] == 1
+  assert div["template_entropy"] == 0.0
+  freq = diversity.template_frequencies(feats, np.arange(3))
+  assert freq.tolist() == [1.0, 0.0]  # answer(table), <unparsed>
 
 
 def test_unparseable_candidates_are_never_selected():

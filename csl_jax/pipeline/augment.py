@@ -177,6 +177,8 @@ def _augment(run_dir, dataset, split, data_dir, dataset_options, methods,
   selectors = selection.parse(select)  # fail before any work on a bad name
   if selectors and (select_num is None or select_num < 1):
     raise InputError("--select needs --select_num K with K >= 1")
+  if select_seed is not None and select_seed < 0:
+    raise InputError(f"--select_seed must be >= 0, got {select_seed}")
   if not selectors and select_num is not None:
     raise InputError("--select_num needs --select (a selector to keep "
                      "that many)")

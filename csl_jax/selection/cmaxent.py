@@ -40,6 +40,10 @@ from csl_jax.selection import cmaxent_kernel
 from csl_jax.selection import diversity
 from csl_jax.selection import templates
 
+# The smallest tie tolerance: the kernel's incremental gains and a naive
+# re-score differ by rounding, so exact ties (tol 0) would go either way.
+MIN_TOL = 1e-12
+
 
 def _matrix(features: diversity.PoolFeatures):
   """(ptr, ids, vals, num_atoms, num_features): atoms then compounds."""
@@ -162,8 +166,10 @@ class _Base:
     if weighting not in diversity.WEIGHTINGS:
       raise InputError(f"{type(self).__name__}.weighting must be one of "
                        f"{', '.join(diversity.WEIGHTINGS)}, got {weighting!r}")
-    if not tol >= 0.0:
-      raise InputError(f"{type(self).__name__}.tol must be >= 0, got {tol}")
+    if not tol >= MIN_TOL:  # below it, float rounding breaks the ties
+      raise InputError(f"{type(self).__name__}.tol must be >= {MIN_TOL:g} "
+                       f"(gains within it tie; the lowest query id wins), "
+                       f"got {tol}")
     self.abstraction = abstraction
     self.weighting = weighting
     self.tol = float(tol)
@@ -178,7 +184,8 @@ class _Base:
 
   def config(self):
     config = {"abstraction": self.abstraction, "weighting": self.weighting,
-              "tol": self.tol, "compounds": templates.COMPOUNDS_VERSION}
+              "tol": self.tol, "compounds": templates.COMPOUNDS_VERSION,
+              "abstractions": templates.ABSTRACTIONS_VERSION}
     if self.num_shards > 1:  # the exact greedy's config stays as it was
       config["num_shards"] = self.num_shards  # (not the runner: same picks)
     return config

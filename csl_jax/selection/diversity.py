@@ -134,15 +134,23 @@ def entropy(counts: np.ndarray) -> float:
   if counts.size == 0:
     return 0.0
   p = counts / counts.sum()
-  return float(-(p * np.log(p)).sum())
+  return max(0.0, float(-(p * np.log(p)).sum()))  # not -0.0
+
+
+def _multiplicity(features: PoolFeatures, indices: np.ndarray) -> np.ndarray:
+  """(U,) how often each query is in the selection; 0 for the queries the
+  abstraction cannot read (their pseudo-template is not a template)."""
+  mult = np.bincount(features.query_of[indices],
+                     minlength=features.num_queries).astype(np.float64)
+  return np.where(features.valid, mult, 0.0)
 
 
 def diversity(features: PoolFeatures, indices: Sequence[int]
               ) -> Dict[str, float]:
-  """Templates covered, template entropy, H(A), H(C) of a selection."""
+  """Templates covered, template entropy, H(A), H(C) of a selection (its
+  unreadable candidates count in `size` only)."""
   indices = np.asarray(indices, np.int64)
-  mult = np.bincount(features.query_of[indices],
-                     minlength=features.num_queries).astype(np.float64)
+  mult = _multiplicity(features, indices)
   tmpl = np.bincount(features.template_of, weights=mult,
                      minlength=len(features.templates))
   return {
@@ -177,8 +185,7 @@ def report_rows(features: PoolFeatures,
 def template_frequencies(features: PoolFeatures, indices: Sequence[int]
                          ) -> np.ndarray:
   """Normalized template frequencies of a selection, by template id."""
-  mult = np.bincount(features.query_of[np.asarray(indices, np.int64)],
-                     minlength=features.num_queries).astype(np.float64)
+  mult = _multiplicity(features, np.asarray(indices, np.int64))
   tmpl = np.bincount(features.template_of, weights=mult,
                      minlength=len(features.templates))
   return tmpl / max(tmpl.sum(), 1.0)

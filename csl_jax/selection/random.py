@@ -9,6 +9,7 @@ from typing import Sequence
 import numpy as np
 
 from csl_jax.data.tsv import Example
+from csl_jax.errors import InputError
 from csl_jax.selection import base
 
 
@@ -18,6 +19,8 @@ class RandomSelector:
   def select(self, pool: Sequence[Example], train: Sequence[Example], k: int,
              seed: int) -> np.ndarray:
     del train  # uniform: the training set plays no part
+    if k < 1:  # as every selector
+      raise InputError(f"select_num must be >= 1, got {k}")
     rng = np.random.default_rng(seed)
     return rng.permutation(len(pool))[:k]
 

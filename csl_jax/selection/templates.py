@@ -159,6 +159,13 @@ def _short(tree: Tree) -> str:
   return tree[0] + ("$" if tree[1] else "")
 
 
+# Which definitions of the abstractions (their keys, trees and templates)
+# this module implements; part of every selector's stage key that reads
+# them (UAT, CMaxEnt, the hybrid), so a cached selection made under other
+# definitions is made again. Bump it with any change to what an abstraction
+# returns. 1: SCAN*'s `p<N>` verbs, SMCalFlow's numbers, `detect`.
+ABSTRACTIONS_VERSION = 1
+
 # Which definition `compounds` implements; part of CMaxEnt's stage key, so a
 # cached selection made with another one is made again. 2: a node with one
 # leaf child gives one compound (session 33), not also its (node, leaf) pair.

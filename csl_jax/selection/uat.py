@@ -26,6 +26,7 @@ from csl_jax.data.tsv import Example
 from csl_jax.errors import InputError
 from csl_jax.selection import base
 from csl_jax.selection import diversity
+from csl_jax.selection import templates
 
 MODES = ("two_phase", "per_example")
 
@@ -135,7 +136,8 @@ class UAT:
 
   def config(self):
     return {"alpha": self.alpha, "abstraction": self.abstraction,
-            "mode": self.mode}
+            "mode": self.mode,
+            "abstractions": templates.ABSTRACTIONS_VERSION}
 
   def select(self, pool: Sequence[Example], train: Sequence[Example], k: int,
              seed: int) -> np.ndarray:
@@ -145,7 +147,6 @@ class UAT:
     if self.runner:
       # pylint: disable=g-import-not-at-top
       from csl_jax.selection import beam_uat
-      from csl_jax.selection import templates
       # pylint: enable=g-import-not-at-top
       abst = templates.get(self.abstraction, pool)
       usable, tmpl = beam_uat.template_ids(
