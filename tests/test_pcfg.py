@@ -59,7 +59,7 @@ def test_weighted_inside_is_the_probability():
 
 
 def test_unary_cycle_is_an_error():
-  with pytest.raises(ValueError, match="unary cycle"):
+  with pytest.raises(InputError, match="unary cycle"):
     counts.encode(parse_output_cfg("S -> A | x\nA -> S\n"))
 
 
@@ -89,6 +89,43 @@ def test_criticality():
   # peers.md §2.1: the FunQL CFG is supercritical under 1/k weights.
   funql = load_output_cfg(assets.resolve("tasks/geoquery/funql.cfg"))
   assert 1.0 < pcfg.criticality(pcfg.uniform(funql)) < 1.05
+
+
+def test_criticality_counts_only_what_the_start_reaches():
+  # X is supercritical (3 / 2 + ... = 5/3 expected X per X) but no
+  # derivation from S reaches it: S's language is finite.
+  cfg = parse_output_cfg("S -> a | b\nX -> X X | X X X | c\n")
+  assert pcfg.criticality(pcfg.uniform(cfg)) == 0.0
+  # Reached through a production of probability 0: not reached.
+  cfg = parse_output_cfg("S -> a | X\nX -> X X | c\n")
+  assert pcfg.criticality(pcfg.PCFG(cfg, np.array([1.0, 0.0, 0.6, 0.4]))) \
+      == 0.0
+  assert pcfg.criticality(pcfg.PCFG(cfg, np.array([0.5, 0.5, 0.6, 0.4]))) \
+      == pytest.approx(1.2)
+
+
+def test_unbounded_sampling_of_a_supercritical_pcfg_is_refused():
+  # S -> S S at 0.6: some derivations never end; without a depth bound the
+  # sampler would run forever.
+  wild = pcfg.PCFG(parse_output_cfg("S -> S S | a\n"), np.array([0.6, 0.4]))
+  with pytest.raises(InputError, match=r"criticality 1\.200 >= 1.*max_depth"):
+    pcfg.sample_unique(wild, 5, seed=0)
+  assert pcfg.sample_unique(wild, 2, seed=0, max_depth=4)[0]
+  with pytest.raises(InputError, match="seed must be >= 0"):
+    pcfg.sample_unique(wild, 2, seed=-1, max_depth=4)
+
+
+def test_estimate_with_no_parsed_output_is_an_error():
+  with pytest.raises(InputError, match=r"none of the 2 train outputs parses"
+                     r".*'z'"):
+    pcfg.estimate(AMBIGUOUS, ["z", "c c"])
+
+
+def test_language_limit_counts_every_alternative():
+  cfg = parse_output_cfg("S -> a | b | c | d | e\n")
+  assert len(pcfg.language(cfg, limit=5)) == 5
+  with pytest.raises(ValueError, match="more than 3 strings"):
+    pcfg.language(cfg, limit=3)
 
 
 def test_sampling_is_unique_seeded_and_bounded():

@@ -271,7 +271,8 @@ def test_bad_settings_are_clear_errors(run):
   for name, value in (("num_samples", -5), ("beam_size", 0),
                       ("decode_batch_size", 0), ("max_depth", 0),
                       ("max_consecutive_duplicates", 0),
-                      ("reverse_max_input_len", -1)):
+                      ("reverse_max_input_len", -1), ("seed", -1),
+                      ("reverse_seed", -2)):
     with pytest.raises(InputError, match=f"pcfg_bt {name} must be >="):
       PCFGBTConfig(grammar="x.cfg", **{name: value})
   with pytest.raises(InputError, match="needs a CFG of the programs"):
@@ -288,6 +289,14 @@ def test_bad_settings_are_clear_errors(run):
   with pytest.raises(InputError, match=r"fly\.cfg: no string of the "
                      r"grammar's start category 'S' .*train\.tsv"):
     _run_programs(method, run_data, str(tmp_path / "z"))
+  # P_train over a grammar that parses none of the training outputs: said
+  # so, naming the grammar and the data (not "the start category has no
+  # production of positive probability").
+  with pytest.raises(InputError, match=r"fly\.cfg: none of the 4 train "
+                     r"outputs parses.*train\.tsv"):
+    _run_programs(PCFGBT(PCFGBTConfig(grammar=str(other),
+                                      distribution="train"), MODEL, STEPS),
+                  run_data, str(tmp_path / "z2"))
   assert "pcfg_bt" in base.names()
   for distribution in ("train", "uniform", "test"):
     method = base.get(f"pcfg_bt_{distribution}")
@@ -370,6 +379,27 @@ def test_programs_cut_to_the_reverse_input_are_left_out(tmp_path):
 
   assert pcfg_bt._program_checks(  # pylint: disable=protected-access
       Words(), ["a b", "a m5", "m7"], 10)[1] == 2
+
+
+def test_outputs_the_grammar_does_not_parse_are_reported(tmp_path, caplog):
+  """P_train counts only the outputs the grammar parses; the others are
+  logged and get a report row, not dropped unseen."""
+  (tmp_path / "g.cfg").write_text(GRAMMAR, encoding="utf-8")
+  train = tmp_path / "train.tsv"
+  train.write_text("a\twalk\nb\tfly\nc\twalk jump walk\nd\tjump\n",
+                   encoding="utf-8")
+  config = PCFGBTConfig(grammar=str(tmp_path / "g.cfg"), distribution="train",
+                        max_consecutive_duplicates=200)
+  with caplog.at_level("WARNING"):
+    p = pcfg_bt.sample_programs(str(tmp_path / "p"), str(tmp_path / "g.cfg"),
+                                str(train), None, config)
+  assert (p["estimate"]["num_unparsed"], p["estimate"]["num_outputs"]) == (2, 4)
+  assert "2 of 4 outputs of" in caplog.text and "'fly'" in caplog.text
+  b = {"num_candidates": 0, "num_empty_utterances": 0, "num_programs_cut": 0,
+       "reverse_model": {"steps": 1, "first_loss": 1.0, "final_loss": 1.0}}
+  rows = dict(PCFGBT(config).report_rows({"programs": p, "backtranslate": b}))
+  assert rows["train outputs the grammar does not parse (not counted)"] == \
+      "2 of 4, e.g. fly"
 
 
 def _t5x_infer_line(program, prediction):

@@ -19,6 +19,7 @@ import numba
 import numpy as np
 
 from csl_jax import numba_fixes  # noqa: F401  pylint: disable=unused-import
+from csl_jax.errors import InputError
 
 
 class CFGTables(NamedTuple):
@@ -78,8 +79,9 @@ def _unary_order(unary, categories) -> np.ndarray:
         order.append(node)
         stack.pop()
       elif state[child] == 1:
-        raise ValueError(f"unary cycle through category {categories[child]!r}"
-                         ": infinitely many parses")
+        raise InputError(f"unary cycle through category {categories[child]!r}"
+                         ": infinitely many parses (counting over parses "
+                         "needs a grammar without one)")
       elif state[child] == 0:
         state[child] = 1
         stack.append((child, iter(unary[child])))

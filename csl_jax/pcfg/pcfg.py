@@ -98,6 +98,9 @@ def estimate(cfg, outputs: Sequence[str], name: str = "train"
       continue
     ambiguous += z > 1.0
     total += c
+  if outputs and len(unparsed) == len(outputs):
+    raise InputError(f"none of the {len(outputs)} {name} outputs parses "
+                     f"with the grammar, e.g. {unparsed[0]!r}")
   probs = _normalize(cfg, total)
   return PCFG(cfg, probs, name), {
       "num_outputs": len(outputs), "num_unparsed": len(unparsed),
@@ -105,13 +108,33 @@ def estimate(cfg, outputs: Sequence[str], name: str = "train"
       "num_productions_used": int((probs > 0).sum())}
 
 
+def _reachable(pcfg: PCFG) -> List[str]:
+  """The categories a derivation from the start can reach (through
+  productions of positive probability), the start first."""
+  children = collections.defaultdict(set)
+  for p, w in zip(pcfg.cfg.productions, pcfg.probs):
+    if w > 0:
+      children[p.lhs].update(s.name for s in p.rhs if not s.terminal)
+  order, todo = [pcfg.cfg.start], [pcfg.cfg.start]
+  seen = {pcfg.cfg.start}
+  while todo:
+    for c in sorted(children[todo.pop()]):
+      if c not in seen:
+        seen.add(c)
+        order.append(c)
+        todo.append(c)
+  return order
+
+
 def criticality(pcfg: PCFG) -> float:
   """Spectral radius of M[A, B] = sum over A's productions of p times the
-  number of B on the right-hand side; < 1: finite expected size."""
-  index = {c: k for k, c in enumerate(dict.fromkeys(
-      p.lhs for p in pcfg.cfg.productions))}
+  number of B on the right-hand side, over the categories the start
+  reaches; < 1: finite expected size."""
+  index = {c: k for k, c in enumerate(_reachable(pcfg))}
   m = np.zeros((len(index), len(index)))
   for p, w in zip(pcfg.cfg.productions, pcfg.probs):
+    if w == 0 or p.lhs not in index:
+      continue
     for s in p.rhs:
       if not s.terminal:
         m[index[p.lhs], index[s.name]] += w
@@ -177,8 +200,16 @@ def sample_unique(pcfg: PCFG, num: int, seed: int = 0,
   of them were, "duplicates" or "rejections" (over max_depth)."""
   if pcfg.cfg.start not in {p.lhs for p, w in zip(pcfg.cfg.productions,
                                                    pcfg.probs) if w > 0}:
-    raise ValueError(f"PCFG {pcfg.name!r}: the start category has no "
+    raise InputError(f"PCFG {pcfg.name!r}: the start category has no "
                      "production of positive probability")
+  if seed < 0:
+    raise InputError(f"the sampling seed must be >= 0, got {seed}")
+  if max_depth is None:
+    rho = criticality(pcfg)
+    if rho >= 1.0:  # some draws would never end
+      raise InputError(f"PCFG {pcfg.name!r} is not subcritical (criticality "
+                       f"{rho:.3f} >= 1: a derivation can grow forever); "
+                       f"sample it with a depth bound (max_depth)")
   sampler = _Sampler(pcfg, max_depth)
   rng = np.random.default_rng(seed)
   seen: Dict[str, None] = {}
@@ -234,6 +265,8 @@ def language(cfg, limit: int = 1_000_000) -> List[str]:
         if len(partial) > limit:
           raise ValueError(f"more than {limit} strings")
       out |= partial
+      if len(out) > limit:
+        raise ValueError(f"more than {limit} strings")
     active.discard(category)
     memo[category] = frozenset(out)
     return memo[category]

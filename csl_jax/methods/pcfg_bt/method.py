@@ -26,6 +26,7 @@ import json
 import os
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from absl import logging
 import gin
 
 from csl_jax import configs
@@ -140,6 +141,10 @@ class PCFGBTConfig:
       if getattr(self, name) < 0:
         raise InputError(f"pcfg_bt {name} must be >= 0 (0: the "
                          f"Seq2SeqConfig's), got {getattr(self, name)}")
+    for name in ("seed", "reverse_seed"):
+      if (getattr(self, name) or 0) < 0:
+        raise InputError(f"pcfg_bt {name} must be >= 0, got "
+                         f"{getattr(self, name)}")
     if self.distribution not in DISTRIBUTIONS:
       raise InputError(f"pcfg_bt distribution {self.distribution!r}: one of "
                        f"{', '.join(DISTRIBUTIONS)}")
@@ -181,13 +186,24 @@ def sample_programs(out_dir: str, grammar: str, train: str,
     info = {"productions_used": int((pcfg.probs > 0).sum()),
             "productions": len(cfg.productions)}
   else:
-    outputs = (train_outputs if config.distribution == "train"
-               else _outputs(test))
-    pcfg, info = pcfg_lib.estimate(cfg, outputs, config.distribution)
-  programs, stats = pcfg_lib.sample_unique(
-      pcfg, config.num_samples, seed=config.seed,
-      max_consecutive_duplicates=config.max_consecutive_duplicates,
-      max_depth=config.max_depth)
+    source = train if config.distribution == "train" else test
+    outputs = train_outputs if source == train else _outputs(source)
+    try:
+      pcfg, info = pcfg_lib.estimate(cfg, outputs, config.distribution)
+    except InputError as e:
+      raise InputError(f"{grammar}: {e} ({source})") from None
+    if info["num_unparsed"]:
+      logging.warning(
+          "pcfg_bt: %d of %d outputs of %s do not parse with %s and are not "
+          "counted, e.g. %r", info["num_unparsed"], len(outputs), source,
+          grammar, info["unparsed"][0])
+  try:
+    programs, stats = pcfg_lib.sample_unique(
+        pcfg, config.num_samples, seed=config.seed,
+        max_consecutive_duplicates=config.max_consecutive_duplicates,
+        max_depth=config.max_depth)
+  except InputError as e:
+    raise InputError(f"{grammar}: {e}") from None
   os.makedirs(out_dir, exist_ok=True)
   path = os.path.join(out_dir, "programs.txt")
   atomic_write_text(path, "".join(p + "\n" for p in programs))
@@ -645,6 +661,12 @@ class PCFGBT:
         ("PCFG distribution / criticality",
          f'{label} / {p["criticality"]:.3f}'),
     ]
+    unparsed = p.get("estimate", {}).get("num_unparsed")
+    if unparsed:
+      rows.append((f'{p["distribution"]} outputs the grammar does not parse '
+                   f'(not counted)',
+                   f'{unparsed:,} of {p["estimate"]["num_outputs"]:,}, e.g. '
+                   f'{p["estimate"]["unparsed"][0]}'))
     used = p.get("estimate", {}).get("productions_used")
     if used is not None and used < p["estimate"]["productions"]:
       rows.append(("PCFG productions over the training outputs' tokens",
