@@ -40,7 +40,11 @@ def one(name: str) -> dict:
   with tempfile.TemporaryDirectory() as out:
     if method == "primaug":
       from csl_jax.methods.primaug import method as lib  # pylint: disable=g-import-not-at-top
-      stats = lib.generate(out, train, lib.PrimAugConfig(factor=k))
+      # GeoQuery: every example with primitives gets K - 1 new versions
+      # (App. C.2; gin/primaug/geoquery.gin), SCAN: up to 2K draws.
+      attempts = 0 if data.startswith("geoquery/") else 2
+      stats = lib.generate(out, train, lib.PrimAugConfig(factor=k,
+                                                         attempts=attempts))
     else:
       from csl_jax.methods.augzero import method as lib  # pylint: disable=g-import-not-at-top
       stats = lib.generate(out, train, lib.AugZeroConfig(k=k))

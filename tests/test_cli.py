@@ -304,6 +304,10 @@ def test_dataset_settings_already_loaded_are_not_added(tmp_path):
                                          "unknown", "geca_2"]) == [
                                              "gin/csl/geoquery_augment.gin",
                                              "gin/geca/geoquery.gin"]
+  # GeoQuery's primaug: K - 1 new versions per example (App. C.2).
+  assert gin_defaults.files("geoquery", ["primaug_20"]) == [
+      "gin/primaug/geoquery.gin"]
+  assert gin_defaults.files("scan", ["primaug_20"]) == []
   assert gin_defaults.files("tsv", ["csl", "geca"]) == []
   assert gin_defaults.family("pcfg_bt_uniform") == "pcfg_bt"
   assert gin_defaults.family("cslx") is None

@@ -100,6 +100,30 @@ def test_primaug_copies_are_consistent_distinct_and_map_back(factor):
         PAIRS, primaug.PrimAugConfig(factor=5, seed=4))[0]) != new
 
 
+@pytest.mark.parametrize("factor", [2, 5])
+def test_primaug_exact_gives_every_example_k_minus_1(factor):
+  # attempts = 0 (GeoQuery, App. C.2): every example with primitives gets
+  # exactly K - 1 new versions, distinct per example. PAIRS' examples have
+  # one unit (`walk`, `jump twice`) or two (`walk and jump`, `walk at sea
+  # level`).
+  config = primaug.PrimAugConfig(factor=factor, seed=3, attempts=0)
+  new, stats = primaug.augment(PAIRS, config)
+  new = list(new)
+  assert stats["generated"] == len(new) == (factor - 1) * len(PAIRS)
+  assert stats["per_example"] == {str(factor - 1): len(PAIRS)}
+  # The one-unit examples get every copy of their unit: walk@2 .. walk@K.
+  walks = sorted(x for x, _ in new if x.startswith("walk") and " " not in x)
+  assert walks == sorted(f"walk@{i}" for i in range(2, factor + 1))
+  both = [x for x, _ in new if " and " in x]
+  assert len(set(both)) == factor - 1 and "walk and jump" not in both
+  assert list(primaug.augment(PAIRS, config)[0]) == new  # seeded
+  # The paper's SCAN procedure (up to 2K draws) falls short at K = 20.
+  short = primaug.augment(PAIRS, primaug.PrimAugConfig(factor=20, seed=0))
+  assert len(list(short[0])) < 19 * len(PAIRS)
+  with pytest.raises(InputError, match="attempts"):
+    primaug.PrimAugConfig(attempts=-1)
+
+
 def test_primaug_on_scan_pairs_are_scan_pairs():
   """Renaming a copy back gives the source pair, so each new pair is a
   correct SCAN pair of renamed primitives; K = 2 gives at most one each."""

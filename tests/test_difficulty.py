@@ -124,6 +124,40 @@ def test_learning_difficulty_by_hand(tmp_path):
     scores.learning(runs, patience=2)
   with pytest.raises(InputError, match="k .* must be >= 1"):
     scores.score("prototype", [("a", "b")], k=0)
+  # A step file that is not an array (here, a pickle): named, one line.
+  bad = tmp_path / "run1" / "learning" / "step_00000600.npy"
+  np.save(bad, np.array([{"a": 1}], dtype=object), allow_pickle=True)
+  with pytest.raises(InputError, match=r"step_00000600\.npy: not a saved "
+                     r"array"):
+    scores.learning(runs, patience=2)
+
+
+def test_learning_difficulty_with_pinned_examples(tmp_path):
+  # The runs tracked all 8 training pairs in file order (12 evaluations,
+  # patience 10: an example right from step s <= 300 on scores s, the
+  # others the last step). The hardest (index 4) is pinned: the quantiles
+  # hold the other 7, each with its own score.
+  data = tmp_path / "data"
+  data.mkdir()
+  tsv.write_tsv(data / "train.tsv", PAIRS)
+  run = tmp_path / "run" / "learning"
+  run.mkdir(parents=True)
+  learned_at = [100, 200, 100, 300, 1100, 100, 200, 300]
+  for step in range(100, 1300, 100):
+    np.save(run / f"step_{step:08d}.npy",
+            np.array([step >= s for s in learned_at]))
+  pin = tmp_path / "pin.tsv"
+  tsv.write_tsv(pin, [PAIRS[4]])
+  out = tmp_path / "out"
+  summary = subsets.write(str(out), str(data), "learning", num=2,
+                          runs=[str(run.parent)], pin=str(pin))
+  assert summary["num_pinned"] == 1
+  rows = [line.split("\t") for line in
+          (out / "scores.tsv").read_text(encoding="utf-8").splitlines()]
+  assert [(r[0], float(r[2])) for r in rows] == [
+      (x, float(s)) for i, ((x, _), s) in enumerate(zip(PAIRS, learned_at))
+      if i != 4]
+  assert summary["subsets"]["q1"]["score_max"] == 300.0
 
 
 def test_pinned_examples_are_in_every_subset_and_out_of_the_quantiles(

@@ -12,6 +12,7 @@ import json
 import math
 import os
 import random
+import re
 import shutil
 import signal
 
@@ -679,14 +680,20 @@ def test_dispatch_runs_at_most_a_few_steps_ahead(reverse_task, tmp_path,
   assert max(lags) == train.MAX_STEPS_IN_FLIGHT
 
 
-def test_curriculum_run_resumes_the_same_batches(reverse_task, tmp_path):
+def test_curriculum_run_resumes_the_same_batches(reverse_task, tmp_path,
+                                                caplog):
   """A repetition curriculum trains from the materialized examples; a run
   killed after a checkpoint resumes to the very same parameters."""
   config = dataclasses.replace(TRAIN, num_steps=6, checkpoint_every=3,
                                curriculum="primitive", track_train_every=3)
   whole = str(tmp_path / "whole")
-  metrics = train.train(whole, reverse_task[0], TINY, config, progress=False)
+  with caplog.at_level("INFO"):
+    metrics = train.train(whole, reverse_task[0], TINY, config,
+                          progress=False)
   assert metrics["steps"] == 6
+  # Where the schedule starts, measured: what share of the data step 0 has.
+  assert re.search(r"curriculum primitive: [\d.]+% of the 50 examples "
+                   r"available at step 0 \(schedule: 20%\)", caplog.text)
   assert train.load_config(whole)[1]["train"]["curriculum"] == "primitive"
   killed = _copy_run(whole, tmp_path / "k")
   shutil.rmtree(os.path.join(killed, "checkpoints", "6"))

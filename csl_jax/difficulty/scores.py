@@ -2,7 +2,9 @@
 
 * `length`: input tokens (complexity-based, §5.1).
 * `primitives`: distinct primitives in the input: the training set's Eq. 1
-  lexicon (`csl_jax.data.lexicon`; the paper counts SCAN*'s verbs).
+  lexicon (`csl_jax.data.lexicon`), which on SCAN and SCAN* holds `left`
+  and `right` beside the verbs. The paper's SCAN* knob counts verbs only:
+  that is `csl-jax prepare scan_star --max_primitives`, not this score.
 * `learning`: the first step from which the example is predicted right at
   10 tracked evaluations in a row, averaged over runs (`learning`).
 * `prototype`: distance to the assigned k-means centroid of the input's
@@ -94,6 +96,14 @@ def score(name: str, pairs: Sequence[Tuple[str, str]], seed: int = 0,
   raise InputError(f"difficulty score {name!r}: one of {', '.join(SCORES)}")
 
 
+def _load_tracked(path: str) -> np.ndarray:
+  try:
+    return np.load(path)  # no pickles: allow_pickle is False
+  except (ValueError, OSError, EOFError) as e:
+    raise InputError(f"not a saved array of tracked examples ({e})",
+                     path) from None
+
+
 def learning(run_dirs: Sequence[str], patience: int = 10
              ) -> Tuple[np.ndarray, Dict[str, float]]:
   """Learning-based difficulty (App. B.2): per example, the first tracked
@@ -115,7 +125,7 @@ def learning(run_dirs: Sequence[str], patience: int = 10
                        "seq2seq.TrainConfig.track_train_every > 0", run)
     files.sort(key=lambda f: int(f[5:-4]))
     steps = np.array([int(f[5:-4]) for f in files])
-    right = [np.load(os.path.join(directory, f)) for f in files]
+    right = [_load_tracked(os.path.join(directory, f)) for f in files]
     for f, r in zip(files, right):
       if r.ndim != 1 or r.shape != right[0].shape:
         raise InputError(f"{r.shape} tracked examples, {files[0]} has "

@@ -7,7 +7,8 @@ sets of bounded length or number of primitives).
 
 Pinned examples (`pin`: a TSV of training pairs, e.g. SMCalFlow-CS's 32
 cross-domain few-shot examples, which Zhou et al. App. G.1 keep in every
-subset) are left out of the scoring's partition and added to every subset.
+subset) are scored with the others (a learning run tracked every training
+pair), then left out of the partition and added to every subset.
 
 OUT/<subset>/train.tsv is the subset; the other parts of the data directory
 (test, dev, gen, ...) are copied beside it, so each subset is a `tsv`
@@ -58,13 +59,18 @@ def write(out_dir: str, data_dir: str, score_name: str, num: int = 4,
   if num < 2:
     raise InputError(f"difficulty quantiles must be >= 2, got {num}")
   pairs = [(e.input, e.output) for e in tsv.read_tsv(train_path)]
-  pinned: List[tuple] = []
+  keep = np.ones(len(pairs), bool)
   if pin is not None:
-    pairs, pinned = _split_pinned(pairs, pin)
-  if len(pairs) < num:
-    raise InputError(f"{len(pairs)} training examples cannot make {num} "
+    keep = _unpinned(pairs, pin)
+  if keep.sum() < num:
+    raise InputError(f"{keep.sum()} training examples cannot make {num} "
                      "quantiles", train_path)
+  # Every training pair is scored (the learning runs tracked them all, in
+  # file order), then the pinned ones leave the partition.
   score, figures = scores_lib.score(score_name, pairs, seed, k, runs)
+  score = score[keep]
+  pinned = [p for p, kept in zip(pairs, keep) if not kept]
+  pairs = [p for p, kept in zip(pairs, keep) if kept]
   atomic_write_text(os.path.join(out_dir, "scores.tsv"), (
       f"{x}\t{y}\t{s:g}\n" for (x, y), s in zip(pairs, score)))
   parts = quantiles(score, num, seed)
@@ -95,10 +101,10 @@ def write(out_dir: str, data_dir: str, score_name: str, num: int = 4,
   return summary
 
 
-def _split_pinned(pairs, pin: str):
-  """(the unpinned pairs, the pinned ones), both in training order; every
-  pinned pair must be a training pair (else an InputError naming its line);
-  all its copies in the training set are pinned."""
+def _unpinned(pairs, pin: str) -> np.ndarray:
+  """Which training pairs are not pinned; every pinned pair must be a
+  training pair (else an InputError naming its line); all its copies in
+  the training set are pinned."""
   pinned = [(e.input, e.output) for e in tsv.read_tsv(pin)]
   present = set(pairs)
   for line, pair in enumerate(pinned, start=1):
@@ -106,8 +112,7 @@ def _split_pinned(pairs, pin: str):
       raise InputError("pinned example is not in the training set", pin,
                        line)
   keep = set(pinned)
-  return [p for p in pairs if p not in keep], \
-      [p for p in pairs if p in keep]
+  return np.array([p not in keep for p in pairs], bool)
 
 
 def read_scores(out_dir: str) -> Optional[np.ndarray]:

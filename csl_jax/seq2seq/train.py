@@ -437,6 +437,16 @@ def _curriculum_batches(task, feature_lengths, config: TrainConfig,
   features, texts = input_pipeline.materialize(task, "train",
                                                feature_lengths)
   rank = curriculum_lib.ranks(config.curriculum, texts, config.seed)
+  first = float(np.mean(rank < curriculum_lib.available_fraction(
+      0, config.num_steps, config.curriculum_start, config.curriculum_end)))
+  logging.info("curriculum %s: %.1f%% of the %d examples available at step 0 "
+               "(schedule: %.0f%%)", config.curriculum, 100 * first,
+               len(rank), 100 * config.curriculum_start)
+  if first > 2 * config.curriculum_start:  # e.g. one primitive in most
+    logging.warning("curriculum %s starts with %.1f%% of the examples, not "
+                    "%.0f%%: a few primitives cover most of them, so this "
+                    "is hardly a curriculum", config.curriculum, 100 * first,
+                    100 * config.curriculum_start)
   for step in range(start, config.num_steps):
     index = curriculum_lib.batch_indices(
         rank, step, config.num_steps, config.batch_size, config.seed,

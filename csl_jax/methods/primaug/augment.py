@@ -10,7 +10,11 @@
 2. Each unit has K forms: itself (copy 1) and copies 2..K (`jump@2`,
    `I_JUMP@2`; `csl_jax.data.token_copies`). For each training example with
    primitives, up to 2K attempts each draw a form per unit (uniformly,
-   independently); new distinct pairs are kept until K - 1 of them.
+   independently); new distinct pairs are kept until K - 1 of them. With
+   `attempts = 0` every example with primitives gets exactly K - 1 (App.
+   C.2, GeoQuery: "every example gets the same number of augmented
+   versions"): draws go on until K - 1 distinct new ones (with one unit,
+   its K - 1 copies in a random order).
 
 So the augmented set, original included, is at most K times the original
 ("x20 = 20 times": the ambiguity of §3 resolved as in
@@ -40,7 +44,9 @@ class PrimAugConfig:
   """Attributes:
     factor: K: forms per primitive (itself + K - 1 copies); the augmented
       set is at most K times the original (the paper: 2, 20, 200).
-    attempts: draws per example, at most, as a multiple of K (paper: 2).
+    attempts: draws per example, at most, as a multiple of K (paper: 2);
+      0: exactly K - 1 new versions of every example with primitives (App.
+      C.2, GeoQuery; gin/primaug/geoquery.gin).
     seed: seeds the draws.
   """
   factor: int = 20
@@ -52,8 +58,9 @@ class PrimAugConfig:
     configs.check_types(self)
     if self.factor < 2:
       raise InputError(f"primaug factor must be >= 2, got {self.factor}")
-    if self.attempts < 1:
-      raise InputError(f"primaug attempts must be >= 1, got {self.attempts}")
+    if self.attempts < 0:
+      raise InputError(f"primaug attempts must be >= 1, or 0 (exactly K - 1 "
+                       f"new versions per example), got {self.attempts}")
 
 
 def units(pairs: Sequence[Pair]) -> List[Tuple[Tuple[str, ...],
@@ -75,6 +82,21 @@ def units(pairs: Sequence[Pair]) -> List[Tuple[Tuple[str, ...],
                 for a, b in groups.values())
 
 
+def _draws(rng: np.random.Generator, num_units: int, config: PrimAugConfig
+           ) -> Iterator[Tuple[int, ...]]:
+  """One example's draws of a form (1..K) per unit; a draw counts when its
+  forms are new."""
+  k = config.factor
+  if config.attempts:  # all of them at once
+    yield from map(tuple, rng.integers(
+        1, k + 1, (config.attempts * k, num_units)).tolist())
+  elif num_units == 1:  # exactly: the K - 1 copies
+    yield from ((int(f),) for f in rng.permutation(np.arange(2, k + 1)))
+  else:  # exactly: K^n - 1 >= K - 1 new ones exist, and collisions are rare
+    while True:
+      yield tuple(rng.integers(1, k + 1, num_units).tolist())
+
+
 def augment(pairs: Sequence[Pair], config: PrimAugConfig,
             source: str = None) -> Tuple[Iterator[Pair], Dict[str, Any]]:
   """The new pairs (a generator, in example order) and a stats dict that is
@@ -85,7 +107,7 @@ def augment(pairs: Sequence[Pair], config: PrimAugConfig,
   for u, (ins, outs) in enumerate(found):
     unit_in.update((t, u) for t in ins)
     unit_out.update((t, u) for t in outs)
-  stats = {"factor": config.factor, "attempts_per_example":
+  stats = {"factor": config.factor, "attempts_per_example":  # 0: exact
            config.attempts * config.factor, "seed": config.seed,
            "num_original": len(pairs), "num_units": len(found),
            "units": [[list(a), list(b)] for a, b in found],
@@ -100,18 +122,14 @@ def augment(pairs: Sequence[Pair], config: PrimAugConfig,
       if not present:
         continue
       stats["num_with_primitives"] += 1
-      # All of the example's draws at once. A draw counts when its forms
-      # are new; all copy 1 is the example itself.
-      draws = np.random.default_rng([config.seed, i]).integers(
-          1, config.factor + 1,
-          (config.attempts * config.factor, len(present))).tolist()
-      seen = {(1,) * len(present)}
+      draws = _draws(np.random.default_rng([config.seed, i]), len(present),
+                     config)
+      seen = {(1,) * len(present)}  # all copy 1: the example itself
       new = 0
       for row in draws:
         if new == config.factor - 1:
           break
         stats["draws"] += 1
-        row = tuple(row)
         if row in seen:
           continue
         seen.add(row)
