@@ -24,6 +24,8 @@ import tensorflow as tf
 BYTE = "byte"
 SENTENCEPIECE = "sentencepiece"
 KINDS = (BYTE, SENTENCEPIECE)
+# SentencePiece model types a vocabulary is trained with.
+MODEL_TYPES = ("unigram", "bpe", "word", "char")
 
 ENV_VOCAB = "CSL_JAX_VOCAB"
 ENV_SPM = "CSL_JAX_SPM"
@@ -59,6 +61,9 @@ with gin.config.interactive_mode():
         extra_ids = int(text)
       except ValueError:
         raise ValueError(f"${ENV_EXTRA_IDS}={text!r} is not an integer")
+    if extra_ids < 0:
+      raise ValueError(f"extra_ids (argument or ${ENV_EXTRA_IDS}) must be "
+                       f">= 0, got {extra_ids}")
     if kind == BYTE:
       return _make(BYTE, None, extra_ids)
     path = sentencepiece_model or os.environ.get(ENV_SPM)

@@ -149,6 +149,19 @@ def test_grid_expansion():
     grid.data_rows(["csl"], ["geca"], None, None)
   with pytest.raises(InputError, match="seeds"):
     grid.check_seeds([-1])
+  # A name given twice is one row, split or seed: a repeated cell would
+  # count twice in the means and Welch's tests.
+  assert grid.check_names("methods", ["csl", "geca", "csl"]) == [
+      "csl", "geca"]
+  assert grid.data_rows(["csl", "csl"], None, None, None) == [
+      "original", "csl"]
+  assert grid.check_seeds([0, 1, 0]) == [0, 1]
+  for kind, value in (("splits", 5), ("methods", {"csl": 1})):
+    with pytest.raises(InputError, match=f"experiment.{kind} must be a "
+                       f"list of str"):
+      grid.check_names(kind, value)
+  with pytest.raises(InputError, match="experiment.seeds must be a list"):
+    grid.check_seeds(1.5)
 
 
 # ---- table math -----------------------------------------------------------
@@ -599,6 +612,9 @@ def test_gooddev_selects_on_a_tenth_of_test_and_scores_the_rest(
     ({"dev": "gooddev", "dev_fraction": 1.5}, "dev_fraction"),
     ({"dev": 3}, "experiment.dev"),
     ({"compare_to": "csl"}, "compare_to: 'csl' is not a row"),
+    ({"eval_parts": []}, "experiment.eval_parts is empty"),
+    ({"categories": "column3"}, "experiment.categories must map a part"),
+    ({"vocab_model_type": "bogus"}, "experiment.vocab_model_type: 'bogus'"),
 ])
 def test_bad_dev_is_an_input_error(tiny, toy_data, tmp_path, kw, message):  # pylint: disable=redefined-outer-name,unused-argument
   with pytest.raises(InputError, match=message):

@@ -845,6 +845,30 @@ def test_cli_train_and_decode(reverse_task, tmp_path, monkeypatch, capsys):
     assert cli.main(["decode", "--model", model_dir, "--task", "t_cli",
                      "--split", "tset", "--out", dec_dir + "2"]) == 2
     assert not os.path.exists(dec_dir + "2/predictions.tsv")
+    # Refused before any decoding, one line each: no batch; a mixture (no
+    # metrics of its own); another vocabulary than the model's (its ids
+    # would mean other tokens).
+    assert cli.main(["decode", "--model", model_dir, "--task", "t_cli",
+                     "--split", "test", "--batch_size", "0", "--out",
+                     dec_dir + "3"]) == 2
+    assert cli.main(["decode", "--model", model_dir, "--task",
+                     "t_cli_csl_mixture", "--synthetic",
+                     os.path.join(data_dir, "train.tsv"), "--split", "test",
+                     "--out", dec_dir + "4"]) == 2
+    monkeypatch.setenv("CSL_JAX_EXTRA_IDS", "3")
+    assert cli.main(["decode", "--model", model_dir, "--task", "t_cli",
+                     "--split", "test", "--out", dec_dir + "5"]) == 2
+    monkeypatch.setenv("CSL_JAX_EXTRA_IDS", "-5")
+    assert cli.main(["decode", "--model", model_dir, "--task", "t_cli",
+                     "--split", "test", "--out", dec_dir + "6"]) == 2
+    monkeypatch.delenv("CSL_JAX_EXTRA_IDS")
+    # An eval split the task lacks: before training, not at its first
+    # checkpoint (which it lost).
+    assert cli.main(["train", "--task", "t_cli", "--data_dir", data_dir,
+                     "--out", str(tmp_path / "m2"), "--steps", "2",
+                     "--eval_split", "nosuch",
+                     f"--gin_file={gin_file}"]) == 2
+    assert not os.path.exists(str(tmp_path / "m2" / "checkpoints"))
     # Resuming into the directory with other sizes is refused, cleanly.
     assert cli.main(["train", "--task", "t_cli", "--data_dir", data_dir,
                      "--out", model_dir, "--steps", "30",
@@ -854,8 +878,15 @@ def test_cli_train_and_decode(reverse_task, tmp_path, monkeypatch, capsys):
     registry.unregister_dataset("t_cli")
     import gin  # pylint: disable=g-import-not-at-top
     gin.clear_config()
+  err = capsys.readouterr().err
   assert ("--split 'tset': t_cli has no such split (it has test, train, "
-          "validation)") in capsys.readouterr().err
+          "validation)") in err
+  for message in ("--batch_size must be >= 1, got 0",
+                  "--task t_cli_csl_mixture is a mixture: decode one of its "
+                  "tasks", "t_cli's vocabulary is not the one the model was "
+                  "trained with", "CSL_JAX_EXTRA_IDS) must be >= 0, got -5",
+                  "--eval_split 'nosuch': t_cli has no such split"):
+    assert message in err, message
   summary = json.load(open(os.path.join(dec_dir, "summary.json")))
   assert summary["num_examples"] == 14 and "exact_match" in summary
   lines = open(os.path.join(dec_dir, "predictions.tsv")).read().splitlines()

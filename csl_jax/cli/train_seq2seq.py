@@ -102,6 +102,8 @@ def _train(args) -> int:
       ("num_steps", args.steps), ("batch_size", args.batch_size),
       ("seed", args.seed), ("eval_split", args.eval_split)) if v is not None}
   config = dataclasses.replace(config, **overrides)
+  if config.eval_split:  # else found at the first checkpoint, which it loses
+    _check_split(args.task, config.eval_split, "--eval_split")
   extra = {"data_dir": args.data_dir and os.path.abspath(args.data_dir),
            "synthetic": args.synthetic and os.path.abspath(args.synthetic)}
   with stage.stage(args.out, stage.command_line()) as summary:
@@ -127,7 +129,15 @@ def _decode(args) -> int:
   synthetic = args.synthetic or (None if args.data_dir
                                  else record.get("synthetic"))
   _register(args.task, data_dir, synthetic)
+  import seqio  # pylint: disable=g-import-not-at-top
+  provider = seqio.get_mixture_or_task(args.task)
+  if isinstance(provider, seqio.Mixture):  # no metrics or postprocessing
+    raise InputError(f"--task {args.task} is a mixture: decode one of its "
+                     f"tasks ({', '.join(t.name for t in provider.tasks)})")
   _check_split(args.task, args.split, "--split")
+  if args.batch_size < 1:
+    raise InputError(f"--batch_size must be >= 1, got {args.batch_size}")
+  train.check_vocabulary(record, args.task)
   model, params = train.load_params(args.model)
   lengths = input_pipeline.lengths(model_config.max_input_len,
                                    model_config.max_target_len)

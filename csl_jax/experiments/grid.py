@@ -46,12 +46,10 @@ def data_rows(methods: Sequence[str], data: Optional[Sequence[str]],
   """
   subsets = [f"{m}_{s}_{select_num}" for m in methods
              for s in selection.parse(select)]
-  known = [ORIGINAL] + list(methods) + subsets
+  known = list(dict.fromkeys([ORIGINAL] + list(methods) + subsets))
   if data is None:
     return known
-  if isinstance(data, str):
-    data = [data]
-  rows = list(dict.fromkeys(data))
+  rows = as_list("data", data, str)
   for row in rows:
     if row not in known:
       raise InputError(f"experiment.data: {row!r} is neither {ORIGINAL!r} "
@@ -62,10 +60,20 @@ def data_rows(methods: Sequence[str], data: Optional[Sequence[str]],
   return rows
 
 
+def as_list(kind: str, value, item) -> list:
+  """`value` as a list of distinct `item`s (one alone is a list of it; a
+  name given twice counts once: a repeated cell would weigh twice in the
+  means and the tests over seeds)."""
+  if isinstance(value, item) and not isinstance(value, bool):
+    value = [value]
+  if not isinstance(value, (list, tuple)):
+    raise InputError(f"experiment.{kind} must be a list of "
+                     f"{item.__name__}, not {value!r}")
+  return list(dict.fromkeys(value))
+
+
 def check_names(kind: str, names: Sequence[str]) -> List[str]:
-  if isinstance(names, str):
-    names = [names]
-  names = list(names)
+  names = as_list(kind, names, str)
   if not names:
     raise InputError(f"experiment.{kind} is empty")
   for n in names:
@@ -76,13 +84,11 @@ def check_names(kind: str, names: Sequence[str]) -> List[str]:
 
 
 def check_seeds(seeds: Sequence[int]) -> List[int]:
-  if isinstance(seeds, int) and not isinstance(seeds, bool):
-    seeds = [seeds]
-  seeds = list(seeds)
+  seeds = as_list("seeds", seeds, int)
   if not seeds or any(isinstance(s, bool) or not isinstance(s, int) or s < 0
                       for s in seeds):
     raise InputError(f"experiment.seeds must be integers >= 0, not {seeds}")
-  return list(dict.fromkeys(seeds))
+  return seeds
 
 
 def expand(splits: Sequence[str], rows: Sequence[str],

@@ -631,10 +631,18 @@ def experiment(out_dir: str,
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
       raise InputError(f"experiment.{label} must be an integer >= 1, not "
                        f"{value!r}")
-  eval_parts = list(eval_parts) if not isinstance(eval_parts, str) \
-      else [eval_parts]
+  eval_parts = grid_lib.check_names("eval_parts", eval_parts)
   dev_spec, checkpoint = _dev_spec(dev, dev_fraction, dev_seed, eval_parts)
-  categories = dict(categories or {})
+  categories = categories or {}
+  if not isinstance(categories, dict) or not all(
+      isinstance(k, str) and isinstance(v, str)
+      for k, v in categories.items()):
+    raise InputError(f"experiment.categories must map a part to a file or "
+                     f"'column3', e.g. {{'gen': 'column3'}}, not "
+                     f"{categories!r}")
+  if vocab_model_type not in tasks.vocab.MODEL_TYPES:
+    raise InputError(f"experiment.vocab_model_type: {vocab_model_type!r}; "
+                     f"valid: {', '.join(tasks.vocab.MODEL_TYPES)}")
   model_config = models.Seq2SeqConfig()
   train_config = train_lib.TrainConfig()
   cells = grid_lib.expand(splits, rows, seeds)

@@ -15,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from csl_jax import progress as progress_lib
+from csl_jax.errors import InputError
 from csl_jax.seq2seq import input_pipeline
 from csl_jax.seq2seq import models
 
@@ -247,6 +248,8 @@ def predict_ids(model, params, inputs: Sequence[Sequence[int]],
   last input, so they finish with it. A row's outputs do not depend on the
   other rows of its batch (a test compares each with the numpy twin's).
   """
+  if batch_size < 1:
+    raise InputError(f"decoding batch size must be >= 1, got {batch_size}")
   order = sorted(range(len(inputs)), key=lambda i: -len(inputs[i]))
   rows = batch_rows(batch_size)
   out: List[List[int]] = [[] for _ in inputs]

@@ -233,6 +233,28 @@ def data_key(task: str) -> Dict[str, Any]:
   return key
 
 
+def check_vocabulary(record: Dict[str, Any], task: str) -> None:
+  """A model decodes `task` only with a vocabulary it was trained with
+  (else its ids mean other tokens: predictions of "⁇", or NaN logits past
+  its embedding). Runs saved before the vocabularies were recorded pass.
+
+  Raises:
+    InputError: the task's vocabularies are none of the training data's.
+  """
+  import seqio  # pylint: disable=g-import-not-at-top
+  recorded = [d["features"] for d in (record.get("data") or {}).values()
+              if isinstance(d, dict) and d.get("features")]
+  if not recorded:
+    return
+  now = {name: _vocabulary_key(f.vocabulary) for name, f in sorted(
+      seqio.get_mixture_or_task(task).output_features.items())}
+  if now not in recorded:
+    raise InputError(f"{task}'s vocabulary is not the one the model was "
+                     f"trained with ({now} vs {recorded[0]}): set "
+                     f"$CSL_JAX_VOCAB / $CSL_JAX_SPM / $CSL_JAX_EXTRA_IDS "
+                     f"as in training")
+
+
 # Recorded from this version on: runs saved before it resume unchecked on
 # them (`_check_resumable`).
 _DATA_FIELDS_SINCE = ("features", "preprocessing")
