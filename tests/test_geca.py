@@ -40,6 +40,16 @@ def test_g1_paper_example_4(wug_size):
   assert stats["templates_used"] == 1 and stats["fragments_used"] == 1
 
 
+def test_preview_of_a_pair_longer_than_127_tokens():
+  # The preview replays spans from the stored int8/int16 columns: at token
+  # 128 and on, `pos + size` in int8 wrapped (an endless loop).
+  tail = " " + " ".join(f"p{k}" for k in range(130))
+  pairs = [(x, y + tail) for x, y in SPANISH]
+  new, stats = augment_lib.augment(pairs, GECAConfig(wug_size=1, **ALL))
+  assert new == [("I dax", "Dajo" + tail)]
+  assert stats["preview"][0].startswith("I [dax] ▷ [Dajo] p0 p1")
+
+
 def test_g1_one_span_generates_nothing():
   new, stats = augment_lib.augment(
       SPANISH, GECAConfig(wug_size=1, wug_count=1, **ALL))
@@ -214,6 +224,12 @@ def test_bad_settings_are_input_errors():
     GECAConfig(wug_size="4")
   with pytest.raises(InputError, match="window must be of type int or None"):
     GECAConfig(window=1.5)
+  with pytest.raises(InputError, match="memory_limit_gb must be > 0"):
+    GECAConfig(memory_limit_gb=float("nan"))
+  # Span positions are int16: a longer sequence is refused, not misread.
+  long_pair = [("a " * 40000, "b")] + SPANISH
+  with pytest.raises(InputError, match="at most 32,767 tokens .* 40,002"):
+    augment_lib.augment(long_pair, GECAConfig(wug_size=1))
 
 
 def test_nothing_generated_is_a_run_with_zero_pairs(tmp_path, clear_gin):
@@ -239,6 +255,23 @@ def test_memory_limit_stops_cleanly_with_an_estimate():
     augment_lib.augment(SPANISH, config)
   assert err.value.estimate["estimated_pairs"] > 0
   assert "wug_limit" in str(err.value)
+
+
+def test_memory_estimate_stops_early(monkeypatch):
+  # Over the limit after the first few sampled sequences: the estimate
+  # enumerates no more of them (it was the whole sample, up to 256).
+  seen = []
+  real = kernel.enumerate_pairs
+
+  def counting(tokens, offsets, seqs, *args):
+    seen.append(len(seqs))
+    return real(tokens, offsets, seqs, *args)
+
+  monkeypatch.setattr(kernel, "enumerate_pairs", counting)
+  pairs = [(f"x{i} y{i} z", f"X{i} Y{i}") for i in range(100)]
+  with pytest.raises(augment_lib.GECAResourceError):
+    augment_lib.augment(pairs, GECAConfig(wug_size=2, memory_limit_gb=1e-6))
+  assert seen == [8]
 
 
 def test_method_stage_writes_candidates(tmp_path):

@@ -102,6 +102,17 @@ def test_beam_direct_runner_gives_the_same_pairs():
                        pipeline_args=("--direct_num_workers=1",))
 
 
+def test_a_work_dir_keeps_files_that_are_not_the_index(tmp_path):
+  # The index's tables are removed before and after a run; a user's own
+  # arrays in the same directory are not.
+  mine = tmp_path / "my_embeddings.npy"
+  np.save(mine, np.arange(3))
+  _same_as_one_build(_scan_pairs(), GECAConfig(wug_size=1, n_sample=8), 2,
+                     work_dir=str(tmp_path))
+  assert np.load(mine).tolist() == [0, 1, 2]
+  assert any(n.startswith("targets-") for n in os.listdir(tmp_path))
+
+
 def test_method_stage_same_key_and_file_with_partitions(tmp_path):
   from csl_jax.data.tsv import write_tsv  # pylint: disable=g-import-not-at-top
   from csl_jax.methods import base  # pylint: disable=g-import-not-at-top

@@ -47,6 +47,7 @@ _REP = ("seq", "pos", "size", "ns")
 # 46.3 M pairs, 7.4 GB peak.
 _BYTES_PER_PAIR = 160
 _SAMPLE_FOR_ESTIMATE = 256
+MAX_SEQUENCE = np.iinfo(np.int16).max
 
 
 class GECAResourceError(InputError):
@@ -105,6 +106,10 @@ def _encode(pairs, config: GECAConfig) -> Tuple[_Encoded, np.ndarray]:
     sides_out.append(o)
     seq = o if config.output_only else i + [0] + o
     if config.max_len is None or len(seq) < config.max_len:
+      if len(seq) > MAX_SEQUENCE:  # span positions are stored as int16
+        raise InputError(f"GECA indexes sequences of at most {MAX_SEQUENCE:,}"
+                         f" tokens (input and output); a training pair has "
+                         f"{len(seq):,}: set GECAConfig.max_len")
       joint.append(seq)
 
   def flat(seqs):
@@ -167,9 +172,16 @@ def _enumerate(e: _Encoded, allowed, config: GECAConfig, stats: Dict
   rng = np.random.default_rng(config.seed)
   sample = np.sort(rng.choice(nseq, min(nseq, _SAMPLE_FOR_ESTIMATE),
                               replace=False)) if nseq else np.zeros(0, int)
-  per_seq = (len(kernel.enumerate_pairs(e.tokens, e.offsets, sample, *args))
-             / max(1, len(sample)))
   limit = config.memory_limit_gb * 2**30
+  # The sample a few sequences at a time, stopping once its pairs alone
+  # (scaled to the index) pass the limit: the estimate itself stays small.
+  counted = 0
+  for a in range(0, len(sample), 8):
+    counted += len(kernel.enumerate_pairs(e.tokens, e.offsets,
+                                          sample[a:a + 8], *args))
+    if counted * nseq / len(sample) * _BYTES_PER_PAIR > limit:
+      break
+  per_seq = counted / max(1, len(sample))
   estimate = {"sequences": nseq, "pairs_per_sequence": round(per_seq, 1),
               "estimated_pairs": int(per_seq * nseq),
               "estimated_gb": round(per_seq * nseq * _BYTES_PER_PAIR / 2**30,
@@ -182,7 +194,9 @@ def _enumerate(e: _Encoded, allowed, config: GECAConfig, stats: Dict
         f"fragment) pairs, ~{estimate['estimated_gb']} GB > memory_limit_gb="
         f"{config.memory_limit_gb}; set wug_limit (e.g. 50) or raise the "
         "limit", estimate)
-  shard = max(1, min(512, nseq // 8 + 1))
+  # Shards small enough that the 4 in flight hold a tenth of the limit.
+  shard = max(1, min(512, nseq // 8 + 1, int(
+      limit / 40 / max(per_seq * _BYTES_PER_PAIR, 1.0))))
   shards = [np.arange(a, min(nseq, a + shard)) for a in range(0, nseq, shard)]
   parts, stored = [], 0
   with concurrent.futures.ThreadPoolExecutor(2) as pool:

@@ -36,7 +36,8 @@ class GECAConfig:
       (`--output_only`).
     seed: seeds the hold-out shuffle, the target order and the fill draws.
     memory_limit_gb: stop cleanly, with an estimate, when the index would
-      need more than this.
+      need more than this (the local index; with num_shards > 1 the
+      partitions are written to work_dir and read memory-mapped).
     preview: generated pairs listed with the substituted fragment marked.
   """
   wug_size: int = 4
@@ -79,6 +80,9 @@ class GECAConfig:
                        f"{self.weighting!r}")
     if self.holdout < 0:
       raise InputError("GECA holdout must be >= 0")
+    if not self.memory_limit_gb > 0:  # NaN too: it would turn the guard off
+      raise InputError(f"GECA memory_limit_gb must be > 0, got "
+                       f"{self.memory_limit_gb}")
     if self.num_shards < 1:
       raise InputError("GECA num_shards must be >= 1")
     if self.runner and self.num_shards < 2:

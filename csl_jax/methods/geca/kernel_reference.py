@@ -130,9 +130,11 @@ def enumerate_pairs(tokens, offsets, seqs, wug_size, wug_count, allowed,
 
 
 def _replay(tokens, offsets, seq, pos, size, ns):
+  # Python ints: the stored columns are int8/int16, whose sums wrap.
+  pos, size = [int(x) for x in pos], [int(x) for x in size]
   cur = list(tokens[offsets[seq]:offsets[seq + 1]])
   spans = []
-  for k in range(ns):
+  for k in range(int(ns)):
     spans.append(cur[pos[k]:pos[k] + size[k]])
     cur = _replace_all(cur, pos[k], size[k], -(k + 1))
   return cur, spans

@@ -161,6 +161,11 @@ def _write_stats(ctx: Context, stage: str, part: int, stats: Dict) -> None:
       json.dumps(stats, sort_keys=True).encode())
 
 
+# The final tables' files (`_save`): all a rerun removes of a work_dir, which
+# may hold the user's own files.
+TABLE_PATTERNS = ("targets-*.npy", "candidates-*.npy")
+
+
 def _save(ctx: Context, name: str, part: int, table: Table) -> None:
   """A final table of a partition, a `.npy` file per column (the driver
   memory-maps them: `Written`); nothing for an empty table."""
@@ -541,7 +546,7 @@ def read_stats(directory: str) -> Dict[str, int]:
 def clear(directory: str) -> None:
   """Removes an earlier run's tables and flow (a rerun starts from
   nothing); nothing else there."""
-  for pattern in ("*.npy", "stats-*.json"):
+  for pattern in TABLE_PATTERNS + ("stats-*.json",):
     file_urls.delete(file_urls.matching(directory, pattern))
   flow = os.path.join(directory, "flow")
   if not file_urls.is_url(directory) and os.path.isdir(flow):
@@ -551,7 +556,8 @@ def clear(directory: str) -> None:
 def fetch(directory: str, local: str) -> None:
   """Copies the final tables of a URL directory into `local` (the driver
   memory-maps them from there)."""
-  for path in file_urls.matching(directory, "*.npy"):
+  for path in (p for pattern in TABLE_PATTERNS
+               for p in file_urls.matching(directory, pattern)):
     name = path.rstrip("/").rsplit("/", 1)[-1]
     files.atomic_write_bytes(os.path.join(local, name),
                              file_urls.read_bytes(path))
