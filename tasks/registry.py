@@ -34,6 +34,8 @@ al.'s "semanticparse: ", goes before every input of NAME and the synthetic
 tasks (not NAME_reversed, whose inputs are programs).
 """
 
+import functools
+import hashlib
 import json
 import os
 import re
@@ -45,6 +47,7 @@ from absl import logging
 import seqio
 import tensorflow as tf
 
+from csl_jax.errors import InputError
 from tasks import metrics
 from tasks import vocab as vocab_lib
 
@@ -106,10 +109,18 @@ _REGISTERED: Dict[str, RegisteredNames] = globals().get("_REGISTERED", {})
 
 
 def _read_numbered_lines(path: tf.Tensor) -> tf.data.Dataset:
-  # Keeps file and line number so a bad line can be reported.
+  # Keeps file and line number so a bad line can be reported. As
+  # csl_jax.data.tsv reads the file: a BOM is not part of the first token,
+  # and a blank line (only at the end, the readers before training check)
+  # is no example (a lone tab is, malformed).
   lines = tf.data.TextLineDataset(path).enumerate(start=1)
+  lines = lines.filter(lambda number, line: tf.logical_or(
+      tf.strings.strip(line) != "",
+      tf.strings.regex_full_match(line, "(?s).*\t.*")))
   return lines.map(lambda number, line: {
-      "line": line, "source": path, "line_number": number})
+      "line": tf.where(number == 1,
+                       tf.strings.regex_replace(line, "^\ufeff", ""), line),
+      "source": path, "line_number": number})
 
 
 @seqio.map_over_dataset
@@ -224,9 +235,12 @@ def split_texts(name: str, split: str
   if lines and lines[-1] == "":
     lines.pop()  # TextLineDataset yields no line after the last newline
   inputs, targets = [], []
-  for line in lines:
-    if line.endswith("\r"):
-      line = line[:-1]  # nor the carriage return of a CRLF line
+  for number, line in enumerate(lines, start=1):
+    line = line.replace("\r", "")  # TextLineDataset drops every one
+    if number == 1 and line.startswith("\ufeff"):
+      line = line[1:]  # as _read_numbered_lines
+    if not line.strip(_ASCII_SPACE) and "\t" not in line:
+      continue  # a blank line: no example (_read_numbered_lines)
     fields = line.split("\t")
     if len(fields) != 2:
       return None
@@ -258,7 +272,7 @@ def _divided(rate: seqio.MixtureRate, n: int) -> seqio.MixtureRate:
 
 def _check_method(method: str) -> None:
   if not re.fullmatch(r"[a-z0-9_]+", method) or method in _RESERVED_METHODS:
-    raise ValueError(f"{method!r}: a method name is [a-z0-9_]+, not "
+    raise InputError(f"{method!r}: a method name is [a-z0-9_]+, not "
                      f"{', '.join(_RESERVED_METHODS)}")
 
 
@@ -316,7 +330,7 @@ def register_dataset(
   methods = {m: os.fspath(p) for m, p in (synthetic or {}).items()}
   if synthetic_tsv is not None:
     if CSL in methods:
-      raise ValueError("method csl given both as synthetic_tsv and in "
+      raise InputError("method csl given both as synthetic_tsv and in "
                        "synthetic")
     methods = {CSL: os.fspath(synthetic_tsv), **methods}
   all_methods = list(methods if all_methods is None else all_methods)
@@ -331,17 +345,17 @@ def register_dataset(
   for method, path in methods.items():
     _check_method(method)
     if not tf.io.gfile.glob(path):
-      raise ValueError(f"{path}: no such synthetic data file (method "
+      raise InputError(f"{path}: no such synthetic data file (method "
                        f"{method})")
   for method, path in programs.items():
     _check_method(method)
     if not tf.io.gfile.exists(path):
-      raise ValueError(f"{path}: no such programs file (method {method})")
+      raise InputError(f"{path}: no such programs file (method {method})")
   for what, named in (("all_methods", all_methods),
                       ("synthetic_rate", rates_given)):
     unknown = set(named) - set(methods)
     if unknown:  # A typo would otherwise pass unnoticed.
-      raise ValueError(f"{what}: {', '.join(sorted(unknown))} not among the "
+      raise InputError(f"{what}: {', '.join(sorted(unknown))} not among the "
                        "synthetic methods")
   split_to_path = {}
   for split in splits:
@@ -349,7 +363,7 @@ def register_dataset(
     if tf.io.gfile.exists(path):
       split_to_path[split] = path
   if not split_to_path:
-    raise ValueError(f"{data_dir}: none of "
+    raise InputError(f"{data_dir}: none of "
                      f"{', '.join(s + '.tsv' for s in splits)} exists")
   held_out = [s for s in VALIDATION_SOURCES if s in split_to_path]
   if held_out and VALIDATION not in split_to_path:
@@ -427,7 +441,7 @@ def _has_splits(data_dir: str, splits: Sequence[str] = DEFAULT_SPLITS):
 
 def _add_method(methods: Dict[str, str], method: str, path: str) -> None:
   if method in methods:
-    raise ValueError(f"{path}: method {method} is also {methods[method]}")
+    raise InputError(f"{path}: method {method} is also {methods[method]}")
   methods[method] = path
 
 
@@ -471,16 +485,56 @@ def find_methods(run_dir: PathLike) -> Tuple[Dict[str, str], List[str]]:
     method = _method_name(entry)
     _add_method(methods, method, path)
     proper.append(method)
+    # Hashed only if a selection is there to check.
+    candidates = functools.cache(lambda d=method_dir: _file_sha256(
+        _join(d, CANDIDATES_FILE)))
     for sub in sorted(tf.io.gfile.listdir(method_dir)):
-      path = _join(method_dir, sub.rstrip("/"), SYNTHETIC_FILE)
-      if tf.io.gfile.exists(path):
-        _add_method(methods, f"{method}_{_method_name(sub)}", path)
+      sub_dir = _join(method_dir, sub.rstrip("/"))
+      path = _join(sub_dir, SYNTHETIC_FILE)
+      if not tf.io.gfile.exists(path):
+        continue
+      if not _selected_from(sub_dir, candidates):
+        logging.warning("%s: selected from other candidates than %s's "
+                        "(not rerun since they changed); left out", sub_dir,
+                        method_dir)
+        continue
+      _add_method(methods, f"{method}_{_method_name(sub)}", path)
   if CSL not in methods:
     legacy = _first_existing(_join(run_dir, f) for f in SYNTHETIC_FILES)
     if legacy:
       methods[CSL] = legacy
       proper.append(CSL)
   return methods, proper
+
+
+CANDIDATES_FILE = "candidates.tsv"  # what a method's selectors read
+
+
+def _file_sha256(path: str) -> Optional[str]:
+  if not tf.io.gfile.exists(path):
+    return None
+  h = hashlib.sha256()
+  with tf.io.gfile.GFile(path, "rb") as f:
+    for chunk in iter(lambda: f.read(1 << 20), b""):
+      h.update(chunk)
+  return h.hexdigest()
+
+
+def _selected_from(sub_dir: str, candidates) -> bool:
+  """Whether the selection stage in `sub_dir` read the method's current
+  candidates (its stage key's first input; csl_jax.pipeline.augment's
+  select_stage). One without a complete key is left out; one of a method
+  without candidates.tsv (made by hand) is kept."""
+  key_path = _join(sub_dir, "stage_key.json")
+  if not tf.io.gfile.exists(key_path):
+    return True
+  with tf.io.gfile.GFile(key_path) as f:
+    key = json.load(f)
+  hashes = key.get("input_hashes") or []
+  if not key.get("complete") or not hashes:
+    return False
+  now = candidates()
+  return now is None or hashes[0] == now
 
 
 def register_run(
@@ -558,9 +612,10 @@ def register_from_env(roots: Optional[str] = None,
   """
   roots = os.environ.get(ENV_DATA, "") if roots is None else roots
   registered = []
+  made_from: Dict[str, str] = {}  # task name -> its directory
   for root in filter(None, (r.strip().rstrip("/") for r in roots.split(","))):
     if not tf.io.gfile.isdir(root):
-      raise ValueError(f"{root} (from ${ENV_DATA}): no such directory")
+      raise InputError(f"{root} (from ${ENV_DATA}): no such directory")
     if _has_splits(root) or _has_splits(_join(root, RUN_DATA_DIR)):
       directories = [root]
     else:
@@ -569,11 +624,21 @@ def register_from_env(roots: Optional[str] = None,
     for directory in directories:
       if not tf.io.gfile.isdir(directory):
         continue
+      name = task_name(directory)
+      if name in made_from:  # the same directory twice is registered once
+        if made_from[name].rstrip("/") != directory.rstrip("/"):
+          raise InputError(f"{made_from[name]} and {directory} (from "
+                           f"${ENV_DATA}) would both be task {name}: rename "
+                           f"one")
+        continue
       if _has_splits(directory):  # Flat: `prepare --out` or by hand.
+        made_from[name] = directory
         registered.append(register_dataset(
-            task_name(directory), directory, vocabulary=vocabulary,
+            name, directory, vocabulary=vocabulary,
             synthetic_tsv=_first_existing(
                 _join(directory, f) for f in SYNTHETIC_FILES)))
       elif _has_splits(_join(directory, RUN_DATA_DIR)):
-        registered.append(register_run(directory, vocabulary=vocabulary))
+        made_from[name] = directory
+        registered.append(register_run(directory, name,
+                                       vocabulary=vocabulary))
   return registered

@@ -30,6 +30,19 @@ def test_prepare_scan_writes_splits_and_summary(tmp_path):
     assert sum(1 for _ in f) == 14670
 
 
+def test_prepare_into_a_used_directory_leaves_no_other_split(tmp_path):
+  # SCAN addprim_jump has no dev part; one left by an earlier prepare in
+  # the same directory would be read as this split's validation data.
+  out = str(tmp_path / "scan")
+  os.makedirs(out)
+  with open(os.path.join(out, "dev.tsv"), "w") as f:
+    f.write("walk\tI_WALK\n")
+  assert cli.main(["prepare", "scan", "--split", "addprim_jump",
+                   "--out", out]) == 0
+  assert sorted(f for f in os.listdir(out) if f.endswith(".tsv")) == [
+      "test.tsv", "train.tsv"]
+
+
 def test_gin_binding_and_flag_precedence(tmp_path):
   out = str(tmp_path / "a")
   cli.main(["prepare", "scan", "--out", out,

@@ -256,6 +256,12 @@ def test_load_cogs_malformed(tmp_path):
   assert [n for n, _ in stats.skipped] == [2, 3]
   with pytest.raises(InputError, match="no such file"):
     cogs.load_cogs(str(tmp_path / "missing.tsv"))
+  # Bytes that are not UTF-8: the file and the line.
+  bad = tmp_path / "latin1.tsv"
+  bad.write_bytes(f"{s}\t{lf}\n".encode() + b"caf\xe9\tx\n")
+  with pytest.raises(InputError) as info:
+    cogs.load_cogs(str(bad))
+  assert (info.value.source, info.value.line) == (str(bad), 2)
 
 
 def test_convert_file(tmp_path):

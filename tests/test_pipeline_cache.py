@@ -269,6 +269,31 @@ def test_renamed_data_files_and_stale_methods(tmp_path, reverse_methods):  # pyl
   assert list(registry.find_methods(run)[0]) == ["reverse"]
 
 
+def test_a_selection_from_older_candidates_is_not_registered(
+    tmp_path, reverse_methods):  # pylint: disable=redefined-outer-name,unused-argument
+  """RUN/<m>/random_1 stays on disk after the method's candidates change;
+  the tasks must not train on it as if it were of the current ones."""
+  from csl_jax.pipeline import augment  # pylint: disable=g-import-not-at-top
+  from tasks import registry  # pylint: disable=g-import-not-at-top
+  data = tmp_path / "d"
+  data.mkdir()
+  (data / "train.tsv").write_text("a b\tx\nc d\ty\ne f\tz\n")
+  run = str(tmp_path / "run")
+  augment.augment(run, dataset="tsv", data_dir=str(data), methods=["reverse"],
+                  select="random", select_num=1)
+  assert list(registry.find_methods(run)[0]) == ["reverse",
+                                                 "reverse_random_1"]
+  _TIMES["reverse"] = 2  # other candidates
+  try:
+    augment.augment(run, dataset="tsv", data_dir=str(data),
+                    methods=["reverse"], select="random", select_num=2)
+  finally:
+    _TIMES["reverse"] = 1
+  assert os.path.isdir(os.path.join(run, "reverse", "random_1"))
+  assert list(registry.find_methods(run)[0]) == ["reverse",
+                                                 "reverse_random_2"]
+
+
 def test_csl_stages_keyed_on_config_bindings_and_file_roles(tmp_path):
   """FitConfig / SampleConfig bindings key their stages without
   `fit.config = @FitConfig()`; the same file as `eval_data` or as

@@ -10,6 +10,7 @@ from csl_jax.testing import tf_data
 seqio, tf = tf_data.seqio_and_tensorflow()
 gin = pytest.importorskip("gin")
 
+from csl_jax.errors import InputError  # pylint: disable=g-import-not-at-top
 from csl_jax.testing.files import write_pairs  # pylint: disable=g-import-not-at-top
 from tasks import metrics
 from tasks import registry
@@ -219,8 +220,40 @@ def test_register_from_env(tmp_path, monkeypatch):
       registry.unregister_dataset(name)
   monkeypatch.delenv(registry.ENV_DATA)
   assert not registry.register_from_env()
-  with pytest.raises(ValueError, match="no such directory"):
+  with pytest.raises(InputError, match="no such directory"):
     registry.register_from_env(str(tmp_path / "nope"))
+  # Two directories whose names make one task name: refused, not one
+  # silently replacing the other.
+  (tmp_path / "t_env-a").mkdir()
+  write_pairs(tmp_path / "t_env-a" / "train.tsv", pairs[:3])
+  try:
+    with pytest.raises(InputError, match=r"t_env-a and .*t_env_a .*would "
+                       r"both be task t_env_a"):
+      registry.register_from_env(str(tmp_path), seqio.ByteVocabulary())
+  finally:
+    registry.unregister_dataset("t_env_a")
+
+
+def test_bom_blank_lines_and_carriage_returns_read_as_read_tsv(tmp_path):
+  # The project's TSV reader takes a BOM, CRLF line ends and trailing blank
+  # lines; SeqIO and split_texts must read the same pairs (a BOM glued to
+  # the first token, or an assertion on the blank line, before).
+  from csl_jax.data import tsv  # pylint: disable=g-import-not-at-top
+  path = tmp_path / "train.tsv"
+  path.write_bytes(b"\xef\xbb\xbfjump\tI_JUMP\r\nwalk twice\tI_WALK I_WALK"
+                   b"\r\n\r\n  \n")
+  want = [("jump", "I_JUMP"), ("walk twice", "I_WALK I_WALK")]
+  assert [tuple(e) for e in tsv.read_tsv(str(path))] == want
+  registry.register_dataset("t_bom", tmp_path,
+                            vocabulary=seqio.ByteVocabulary())
+  try:
+    got = [(t, seqio.ByteVocabulary().decode(ex["targets"].tolist()))
+           for t, ex in _texts("t_bom", "train", shuffle=False)]
+    assert got == want
+    assert registry.split_texts("t_bom", "train") == (
+        [x for x, _ in want], [y for _, y in want])
+  finally:
+    registry.unregister_dataset("t_bom")
 
 
 def test_vocabulary_from_env_and_gin(tmp_path, monkeypatch):

@@ -52,5 +52,7 @@ def test_bad_utf8_and_missing_file(tmp_path):
 
 
 def test_write_refuses_unwritable_examples(tmp_path):
-  with pytest.raises(ValueError, match="tab"):
-    tsv.write_tsv(tmp_path / "x.tsv", [("a\tb", "c")])
+  # What read_tsv would refuse or read otherwise is not written.
+  for example in (("a\tb", "c"), ("a\rb", "c"), (" ", "x"), ("a", "")):
+    with pytest.raises(ValueError, match="blank or has a tab/line break"):
+      tsv.write_tsv(tmp_path / "x.tsv", [example])

@@ -50,6 +50,7 @@ from typing import List, NamedTuple, Optional, Sequence, Tuple, Union
 
 from csl_jax.data import tsv
 from csl_jax.errors import InputError
+from csl_jax.files import read_text
 
 PRIMITIVE_MODES = ("word", "lambda")
 # COGS's closed-class words (lower-cased); `nmod` prepositions are added from
@@ -75,13 +76,9 @@ def load_cogs(path: str, skip_malformed: bool = False,
   and line, or are skipped and counted in `stats` with `skip_malformed`.
   """
   path = os.fspath(path)
-  try:
-    with io.open(path, encoding="utf-8") as f:
-      rows = tsv.parse_lines(f, path, skip_malformed, (2, 3), stats)
-  except UnicodeDecodeError as e:
-    raise InputError(f"not valid UTF-8 ({e.reason})", path) from None
-  except FileNotFoundError:
-    raise InputError("no such file", path) from None
+  # read_text names the line of bytes that are not UTF-8.
+  rows = tsv.parse_lines(io.StringIO(read_text(path), newline=None), path,
+                         skip_malformed, (2, 3), stats)
   return [CogsExample(r[0], r[1], (r[2] or None) if len(r) > 2 else None)
           for r in rows]
 

@@ -95,6 +95,10 @@ def prepare(out_dir: str, dataset: str, split: Optional[str] = None,
     summary["data_dir"] = os.path.abspath(data_dir)
   summary.update({k: v for k, v in options.items()})
   total = 0
+  for part in TSV_PARTS:  # an earlier prepare's, of another split
+    stale = os.path.join(out_dir, f"{part}.tsv")
+    if part not in parts and os.path.exists(stale):
+      os.remove(stale)
   for part, examples in parts.items():
     tsv.write_tsv(os.path.join(out_dir, f"{part}.tsv"), examples)
     summary[f"num_{part}"] = len(examples)

@@ -119,9 +119,10 @@ def write_tsv(path: str, examples: Iterable[Sequence[str]]) -> int:
     for i, ex in enumerate(examples):
       inp, out = ex[0], ex[1]
       for side, text in (("input", inp), ("output", out)):
-        if not text or "\t" in text or "\n" in text:
-          raise ValueError(f"example {i}: {side} {text!r} is empty or has a "
-                           "tab/newline and cannot be written as TSV")
+        # What read_tsv would refuse: blank, or a tab or line break inside.
+        if not text.strip() or any(c in text for c in "\t\n\r"):
+          raise ValueError(f"example {i}: {side} {text!r} is blank or has a "
+                           "tab/line break and cannot be written as TSV")
       count[0] += 1
       yield f"{inp}\t{out}\n"
 
