@@ -88,9 +88,46 @@ def test_target_options_by_hand():
                                                          ("A", "B")]}
   assert target_options(CFG, ["W"]) == {"A": [()], "Q": [()]}
   assert target_options(CFG, ["R", "NT_1"]) == {}
-  # A slot may stand for any category that derives through unit rules.
+  # A slot may stand for any category that derives through unit rules, but
+  # Q covers A (Q -> A): a child output of category A is one of Q too, so
+  # (A,) would only annotate Q's derivations a second time.
   assert target_options(CFG, ["NT_1"]) == {"A": [("A",)], "B": [("B",)],
-                                           "Q": [("A",), ("Q",)]}
+                                           "Q": [("Q",)]}
+
+
+@pytest.mark.parametrize("rules_text,cfg_text,want,drop", [
+    # Every output valid: the plain sampler's 1/2, 1/4, 1/4 at max_depth 3
+    # (the last step renormalized to the NT-free rule). Before: the limit's
+    # raw mass gave 0.57 / 0.29 / 0.14 with `Q -> W`, and a derivation
+    # counted once per annotation 0.37 / 0.36 / 0.27 with `Q -> A; A -> W`.
+    ("NT_1 please ### NT_1", "Q -> W\n",
+     {"walk": 0.5, "walk please": 0.25, "walk please please": 0.25}, 0.0),
+    ("NT_1 please ### NT_1", "Q -> A\nA -> W\n",
+     {"walk": 0.5, "walk please": 0.25, "walk please please": 0.25}, 0.0),
+    # `W X` is annotated twice (its W as A or as B), `W` once; `W X X` is
+    # not valid: conditioned 2/3, 1/3 (annotations: 1/2, 1/2). Drawn
+    # with weights 1/2, 1/2, half of the `W X` draws are dropped.
+    ("NT_1 please ### NT_1 X", "Q -> W | A X | B X\nA -> W\nB -> W\n",
+     {"walk": 2 / 3, "walk please": 1 / 3}, 0.25),
+])
+def test_intersected_sampling_is_exact_with_unit_and_ambiguous_cfgs(
+    rules_text, cfg_text, want, drop):
+  from csl_jax.qcfg.rules import parse_rules  # pylint: disable=g-import-not-at-top
+  rules = parse_rules(f"walk ### W\n{rules_text}\n")
+  model = random_model(rules, seed=0, num_states=1, max_nts=1)
+  config = sampler.SampleConfig(temperature=math.inf, max_depth=3, seed=1)
+  n = 20_000
+  got = sampler.sample(model, n, config, output_cfg=parse_output_cfg(
+      cfg_text))
+  assert got.stats["intersected"] and got.stats["num_samples"] == n
+  counts = {}
+  for x, _ in got.pairs:
+    counts[x] = counts.get(x, 0) + 1
+  assert set(counts) == set(want)
+  for x, q in want.items():
+    sd = math.sqrt(n * q * (1 - q))
+    assert abs(counts[x] - n * q) < 5 * sd, (x, counts)
+  assert got.stats["annotation_drop_rate"] == pytest.approx(drop, abs=0.02)
 
 
 def test_intersected_sampling_is_the_model_conditioned_on_valid_outputs():

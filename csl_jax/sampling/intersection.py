@@ -5,10 +5,15 @@ must have (the root: the start category); a rule r may expand an NT of
 category A with child categories (B_1..B_k) if r's target, with NT_i read as
 B_i, derives from A (the paper's "some replacement of the nonterminal
 symbols with nonterminals from the output CFG"). With Z_d(c, A), the
-probability that a subtree started in context c at depth d yields an output
-of category A within the depth limit, drawing (r, B) in proportion to
-p(r | c) prod_i Z_{d+1}(ctx(r, i), B_i) samples exactly from the model
-conditioned on a valid output, and never needs to reject.
+mass of the annotated subtrees started in context c at depth d whose output
+has category A within the depth limit (at the limit, as the plain sampler,
+over the NT-free rules renormalized), drawing (r, B) in proportion to
+p(r | c) prod_i Z_{d+1}(ctx(r, i), B_i) draws each annotated derivation
+with the model's probability of the derivation. A derivation with m > 1
+annotations (an output CFG with unit productions, e.g. FunQL's `Query ->
+City`, lets a slot be several categories) is thus drawn m times too often:
+keeping it with probability 1 / m (`annotations`, counted on the drawn
+tree) samples exactly from the model conditioned on a valid output.
 """
 
 import dataclasses
@@ -100,8 +105,24 @@ def target_options(cfg: OutputCFG, target: Sequence[str]
       if all(cats.setdefault(slot[p], c) == c for p, c in assignment):
         tuples.add(tuple(cats[k] for k in range(1, num_nts + 1)))
     if tuples:
-      result[a] = sorted(tuples)
+      result[a] = _undominated(sorted(tuples), closure)
   return result
+
+
+def _undominated(tuples: List[Tuple[str, ...]],
+                 closure: Dict[str, FrozenSet[str]]
+                 ) -> List[Tuple[str, ...]]:
+  """The tuples no other one covers. t' covers t if each t'_i derives t_i
+  through unit productions (so every child output of t is one of t' too,
+  and a child subtree annotated t_i is also annotated t'_i): t adds no
+  derivation, only a second annotation of derivations t' has (which the
+  sampler would drop again, `annotations`). Of tuples that cover each
+  other (a unit cycle), the first is kept."""
+  def covers(big, small):
+    return all(s in closure[b] for b, s in zip(big, small))
+  return [t for k, t in enumerate(tuples)
+          if not any(u != t and covers(u, t) and (not covers(t, u) or j < k)
+                     for j, u in enumerate(tuples))]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,6 +135,11 @@ class Intersection:
   opt_rule: np.ndarray  # [O]
   opt_child: np.ndarray  # [O, max_nts] category ids, -1 padded
   z: np.ndarray  # [max_depth + 2, C, K]
+  # The options by rule (CSR over rules: option ids) and each option's
+  # parent category, for counting a drawn tree's annotations.
+  rule_opt_off: np.ndarray  # [R + 1]
+  rule_opt: np.ndarray  # [O]
+  opt_parent: np.ndarray  # [O]
 
 
 def build(rules: Sequence[Rule], cfg: OutputCFG, p: np.ndarray,
@@ -137,14 +163,24 @@ def build(rules: Sequence[Rule], cfg: OutputCFG, p: np.ndarray,
   opt_child = np.full((len(flat), width), -1, np.int32)
   for i, (_, t) in enumerate(flat):
     opt_child[i, :len(t)] = t
-  z = _completion_mass(p, ctx_index, off, opt_rule, opt_child, max_depth)
-  return Intersection(cats, cat_id[cfg.start], off, opt_rule, opt_child, z)
+  leaf = np.array([r.num_nts == 0 for r in rules], bool)
+  z = _completion_mass(p, ctx_index, off, opt_rule, opt_child, max_depth,
+                       p[:, leaf].sum(axis=1))
+  opt_parent = np.repeat(np.arange(len(cats), dtype=np.int32), np.diff(off))
+  rule_opt = np.argsort(opt_rule, kind="stable").astype(np.int32)
+  rule_opt_off = np.zeros(len(rules) + 1, np.int64)
+  rule_opt_off[1:] = np.cumsum(np.bincount(opt_rule, minlength=len(rules)))
+  return Intersection(cats, cat_id[cfg.start], off, opt_rule, opt_child, z,
+                      rule_opt_off, rule_opt, opt_parent)
 
 
 @numba.njit(cache=True)
-def _completion_mass(p, ctx_index, off, opt_rule, opt_child, max_depth):
-  """z[d, c, A]: mass of subtrees from context c at depth d whose output has
-  category A, with depth <= max_depth (z[max_depth + 1] = 0)."""
+def _completion_mass(p, ctx_index, off, opt_rule, opt_child, max_depth,
+                     leaf_mass):
+  """z[d, c, A]: mass of annotated subtrees from context c at depth d whose
+  output has category A, with depth <= max_depth (z[max_depth + 1] = 0); at
+  max_depth a rule's p(r | c) over `leaf_mass[c]`, the NT-free rules' mass,
+  as the plain sampler draws there."""
   num_ctx = p.shape[0]
   num_cat = off.shape[0] - 1
   z = np.zeros((max_depth + 2, num_ctx, num_cat))
@@ -159,6 +195,8 @@ def _completion_mass(p, ctx_index, off, opt_rule, opt_child, max_depth):
           w = p[c, r]
           if w == 0.0:
             continue
+          if d == max_depth:
+            w /= leaf_mass[c]  # > 0: p[c, r] > 0 for this leaf rule
           for i in range(opt_child.shape[1]):
             b = opt_child[o, i]
             if b < 0:

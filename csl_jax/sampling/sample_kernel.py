@@ -181,17 +181,41 @@ def expand_with_categories(p, ctx_index, opt_off, opt_rule,
 
 
 @numba.njit(cache=True)
+def annotations(count, node_rule, node_child, rule_opt_off, rule_opt,
+                opt_parent, opt_child, m):
+  """m[v, A]: in how many ways node v's subtree is annotated with output-CFG
+  categories, its root with A (`intersection`: the options of its rule);
+  children have larger ids than their parents. Fills m[:count]."""
+  for v in range(count - 1, -1, -1):
+    for a in range(m.shape[1]):
+      m[v, a] = 0.0
+    r = node_rule[v]
+    for k in range(rule_opt_off[r], rule_opt_off[r + 1]):
+      o = rule_opt[k]
+      w = 1.0
+      for i in range(opt_child.shape[1]):
+        b = opt_child[o, i]
+        if b < 0:
+          break
+        w *= m[node_child[v, i], b]
+      m[v, opt_parent[o]] += w
+
+
+@numba.njit(cache=True)
 def sample_batch(num, seed, intersected, cdf, leaf_cdf, num_nts, p,
-                 opt_off, opt_rule, opt_child, z, start, ctx_index, src_sym,
+                 opt_off, opt_rule, opt_child, z, start, rule_opt_off,
+                 rule_opt, opt_parent, ctx_index, src_sym,
                  src_len, tgt_sym, tgt_len, max_depth, max_nodes, max_len):
   """Samples `num` derivations from the ROOT context: with p(r | context)
   (cdf, leaf_cdf, num_nts), or, if `intersected`, with output-CFG
-  categories (p, opt_*, z, start; see `intersection`).
+  categories (p, opt_*, z, start, rule_opt*, opt_parent; see
+  `intersection`), a derivation with m annotations kept with probability
+  1 / m.
 
   Returns (ok [num], src tokens flat, src offsets [num+1], tgt tokens flat,
-  tgt offsets [num+1], depth [num], num_nodes [num]); a sample is not ok if
-  it needed a rule where none is usable, or grew past max_nodes nodes or
-  max_len tokens.
+  tgt offsets [num+1], depth [num], num_nodes [num], number dropped for
+  their annotations); a sample is not ok if it needed a rule where none is
+  usable, grew past max_nodes nodes or max_len tokens, or was dropped.
   """
   np.random.seed(seed)
   ok = np.zeros(num, np.bool_)
@@ -210,6 +234,8 @@ def sample_batch(num, seed, intersected, cdf, leaf_cdf, num_nts, p,
   t_len = np.empty(max_nodes, np.int64)
   s_buf = np.empty(max_len * 8 + 64, np.int32)
   t_buf = np.empty(max_len * 8 + 64, np.int32)
+  m = np.empty((max_nodes if intersected else 1, opt_off.shape[0] - 1))
+  dropped = 0
   ns = 0
   nt = 0
   for b in range(num):
@@ -217,6 +243,12 @@ def sample_batch(num, seed, intersected, cdf, leaf_cdf, num_nts, p,
       count, deepest = expand_with_categories(
           p, ctx_index, opt_off, opt_rule, opt_child, z, start, max_depth,
           max_nodes, node_rule, node_child)
+      if count > 0:
+        annotations(count, node_rule, node_child, rule_opt_off, rule_opt,
+                    opt_parent, opt_child, m)
+        if np.random.random() * m[0, start] >= 1.0:  # drawn m times
+          count = -1
+          dropped += 1
     else:
       count, deepest = _expand_plain(cdf, leaf_cdf, ctx_index, num_nts,
                                      max_depth, max_nodes, node_rule,
@@ -244,4 +276,5 @@ def sample_batch(num, seed, intersected, cdf, leaf_cdf, num_nts, p,
       nt = need_t
     src_off[b + 1] = ns
     tgt_off[b + 1] = nt
-  return ok, src_out[:ns], src_off, tgt_out[:nt], tgt_off, depths, sizes
+  return (ok, src_out[:ns], src_off, tgt_out[:nt], tgt_off, depths, sizes,
+          dropped)

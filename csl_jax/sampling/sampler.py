@@ -29,7 +29,9 @@ from csl_jax.sampling.config import SampleConfig  # pylint: disable=unused-impor
 
 
 _NO_JOINT = (np.zeros(1, np.int64), np.zeros(0, np.int32),
-             np.zeros((0, 1), np.int32), np.zeros((1, 1, 1)), 0)
+             np.zeros((0, 1), np.int32), np.zeros((1, 1, 1)), 0,
+             np.zeros(1, np.int64), np.zeros(0, np.int32),
+             np.zeros(0, np.int32))
 
 
 def _softmax(logits, axis):
@@ -112,18 +114,19 @@ def sample(model: CSLModel, num: int, config: SampleConfig,
   depths: List[int] = []
   seen: Set[Tuple[str, str]] = set()
   accepted: Dict[str, bool] = {}
-  attempts = failed = rejected = duplicates = 0
+  attempts = failed = rejected = duplicates = ambiguous = 0
   round_ = 0
   while len(pairs) < num and attempts < config.max_attempts_factor * num:
     want = min(config.chunk, config.max_attempts_factor * num - attempts,
                max(num - len(pairs), 1) * (2 if output_cfg or config.dedup
                                            else 1))
     seed = config.seed * 1_000_003 + round_
-    ok, s, s_off, t, t_off, depth, _ = sample_kernel.sample_batch(
+    ok, s, s_off, t, t_off, depth, _, dropped = sample_kernel.sample_batch(
         want, seed, joint is not None, cdf, leaf_cdf, num_nts, p,
         *(_NO_JOINT if joint is None else (
             joint.opt_off, joint.opt_rule, joint.opt_child, joint.z,
-            joint.start)),
+            joint.start, joint.rule_opt_off, joint.rule_opt,
+            joint.opt_parent)),
         model.ctx_index, g.src_sym, g.src_len, g.tgt_sym, g.tgt_len,
         config.max_depth, config.max_nodes, config.max_len)
     round_ += 1
@@ -146,20 +149,25 @@ def sample(model: CSLModel, num: int, config: SampleConfig,
         seen.add((x, y))
       pairs.append((x, y))
       depths.append(int(depth[b]))
-    failed += int((~ok).sum())
+    failed += int((~ok).sum()) - dropped
+    ambiguous += dropped
   num_short = num - len(pairs)
   if num_short:
     # Attempts ran out: say why, so a short file is never a surprise.
     logging.warning(
         "sampled %d of %d pairs (%d short) in %d attempts "
         "(max_attempts_factor=%d): %d duplicates (dedup), %d failed, "
-        "%d rejected by the output CFG", len(pairs), num, num_short,
-        attempts, config.max_attempts_factor, duplicates, failed, rejected)
+        "%d rejected by the output CFG, %d dropped for their annotations",
+        len(pairs), num, num_short, attempts, config.max_attempts_factor,
+        duplicates, failed, rejected, ambiguous)
   stats = {
       "num_requested": num, "num_short": num_short,
       "num_samples": len(pairs), "num_attempts": attempts,
       "failed_rate": failed / max(attempts, 1),
       "cfg_rejection_rate": rejected / max(attempts, 1),
+      # Intersected: derivations kept with probability 1 / (their number of
+      # annotations) and dropped (`intersection`).
+      "annotation_drop_rate": ambiguous / max(attempts, 1),
       "duplicate_rate": duplicates / max(attempts, 1),
       "num_distinct_inputs": len({x for x, _ in pairs}),
       "num_distinct_pairs": len(set(pairs)),
