@@ -137,6 +137,10 @@ def test_bad_training_data_names_file_and_line(tmp_path, capsys):
   assert cli.main(["induce", "--train", str(data), "--out",
                    str(tmp_path / "o")]) == 2
   assert f"{data}:2: token of the form NT_k" in capsys.readouterr().err
+  data.write_text("walk\tWALK\njump ###\tJUMP\n")
+  assert cli.main(["induce", "--train", str(data), "--out",
+                   str(tmp_path / "o")]) == 2
+  assert f"{data}:2: token '###' is reserved" in capsys.readouterr().err
 
 
 def test_interrupted_run_resumes_to_the_same_grammar(tmp_path):

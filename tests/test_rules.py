@@ -74,6 +74,9 @@ def test_make_rule_validates():
       "NT_1 twice ### NT_1 NT_1")
   with pytest.raises(ValueError, match="does not occur"):
     rules_lib.make_rule(["NT_1"], ["x"])
+  # `a ### ### A` would read back as source `a`, target `### A`.
+  with pytest.raises(ValueError, match="'###' is reserved"):
+    rules_lib.make_rule(["a", "###"], ["A"])
 
 
 def test_rule_hash_is_the_fields_hash_and_not_pickled():

@@ -95,6 +95,23 @@ def test_target_options_by_hand():
                                            "Q": [("Q",)]}
 
 
+def test_long_derivations_within_max_len_are_not_lost():
+  # Each node's string is kept while the tree is spelled: 30 nested nodes
+  # of up to 30 tokens outgrew the scratch buffers (8 max_len + 64), and
+  # such samples failed though their output fits max_len.
+  from csl_jax.qcfg.rules import parse_rules  # pylint: disable=g-import-not-at-top
+  from csl_jax.model import contexts  # pylint: disable=g-import-not-at-top
+  from csl_jax.model.csl_model import CSLModel  # pylint: disable=g-import-not-at-top
+  rules = parse_rules("walk ### W\nNT_1 ### NT_1 x\n")
+  model = CSLModel.from_params(rules, {  # p(NT_1 x) = 0.99: deep trees
+      "rule": np.log([[0.01, 0.99]]),
+      "context": np.zeros((contexts.num_contexts(rules), 1))}, 1, 1)
+  got = sampler.sample(model, 300, sampler.SampleConfig(
+      max_depth=30, max_len=30, seed=0))
+  assert got.stats["failed_rate"] == 0.0
+  assert max(len(y.split()) for _, y in got.pairs) == 30
+
+
 @pytest.mark.parametrize("rules_text,cfg_text,want,drop", [
     # Every output valid: the plain sampler's 1/2, 1/4, 1/4 at max_depth 3
     # (the last step renormalized to the NT-free rule). Before: the limit's

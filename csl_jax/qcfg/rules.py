@@ -77,6 +77,8 @@ def validate_rule(rule: Rule) -> str:
   for token in rule.source + rule.target:
     if not token or any(c.isspace() for c in token):
       return f"bad token {token!r}"
+    if token == "###":  # the sides' separator: written, the rule reads back
+      return "token '###' is reserved (it separates a rule's sides)"
     if token.startswith("NT_") and not nt_index(token):
       return f"bad nonterminal {token!r} (expected NT_1, NT_2, ...)"
   src = [nt_index(t) for t in rule.source if nt_index(t)]

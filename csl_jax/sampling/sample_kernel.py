@@ -53,7 +53,9 @@ def _spell_tree(count, node_rule, node_child, src_sym, src_len, tgt_sym,
                 tgt_len, s_start, s_len, t_start, t_len, s_buf, t_buf,
                 max_len):
   """Both strings of every node, bottom-up (children have larger ids than
-  their parents); False if they do not fit or exceed max_len."""
+  their parents). Returns 1, 0 if a string exceeds max_len (every node's
+  string is in the root's: the root's would too), or 2 if the buffers are
+  full (the caller grows them and calls again)."""
   pos_s = np.int64(0)  # not literals: one compiled _spell
   pos_t = np.int64(0)
   for v in range(count - 1, -1, -1):
@@ -68,8 +70,10 @@ def _spell_tree(count, node_rule, node_child, src_sym, src_len, tgt_sym,
                            t_len, t_buf, pos_t)
     t_len[v] = pos_t - t_start[v]
     if not good:
-      return False
-  return s_len[0] <= max_len and t_len[0] <= max_len
+      return 2
+    if s_len[v] > max_len or t_len[v] > max_len:
+      return 0
+  return 1
 
 
 @numba.njit(cache=True)
@@ -253,9 +257,18 @@ def sample_batch(num, seed, intersected, cdf, leaf_cdf, num_nts, p,
       count, deepest = _expand_plain(cdf, leaf_cdf, ctx_index, num_nts,
                                      max_depth, max_nodes, node_rule,
                                      node_child)
-    good = count > 0 and _spell_tree(
-        count, node_rule, node_child, src_sym, src_len, tgt_sym, tgt_len,
-        s_start, s_len, t_start, t_len, s_buf, t_buf, max_len)
+    spelled = 0
+    if count > 0:
+      spelled = _spell_tree(count, node_rule, node_child, src_sym, src_len,
+                            tgt_sym, tgt_len, s_start, s_len, t_start, t_len,
+                            s_buf, t_buf, max_len)
+      while spelled == 2:  # the nodes' strings together outgrew the buffers
+        s_buf = np.empty(2 * s_buf.shape[0], np.int32)
+        t_buf = np.empty(2 * t_buf.shape[0], np.int32)
+        spelled = _spell_tree(count, node_rule, node_child, src_sym, src_len,
+                              tgt_sym, tgt_len, s_start, s_len, t_start,
+                              t_len, s_buf, t_buf, max_len)
+    good = spelled == 1
     ok[b] = good
     depths[b] = deepest
     sizes[b] = max(count, 0)

@@ -80,6 +80,9 @@ def induce(out_dir: str, train: str, seed_rules: Optional[str] = None,
         nt_index(t) for t in x + y):
       raise InputError("token of the form NT_k is reserved for "
                        "nonterminals", train, line)
+    if "###" in x or "###" in y:
+      raise InputError("token '###' is reserved (it separates a rule's "
+                       "sides in grammar.qcfg)", train, line)
     pairs.append((x, y))
   seeds: List[Rule] = list(load_rules(seed_rules)) if seed_rules else []
   for name in seed_generators:
