@@ -538,6 +538,11 @@ def test_unparseable_candidates_are_not_a_template():
   assert div["template_entropy"] == 0.0
   freq = diversity.template_frequencies(feats, np.arange(3))
   assert freq.tolist() == [1.0, 0.0]  # answer(table), <unparsed>
+  # The random baseline draws from what a selector may pick: 2 of 2
+  # readable examples, so its one template, every time.
+  rows = diversity.report_rows(feats, {"sel": [0, 1]}, random_repeats=20)
+  both = diversity.diversity(feats, [0, 1])
+  assert {k: rows[1][k] for k in both} == pytest.approx(both)
 
 
 def test_unparseable_candidates_are_never_selected():

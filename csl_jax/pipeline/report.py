@@ -124,7 +124,7 @@ def _data_section(run_dir: str, methods: Sequence[str]) -> Dict[str, Any]:
       [f"{len(synthetic[m]):,}" for m in methods],
       ["distinct inputs", f"{len({e.input for e in train}):,}"] +
       [f"{len({e.input for e in synthetic[m]}):,}" for m in methods],
-      ["new pairs (not in train)", "—"] +
+      ["distinct new pairs (not in train)", "—"] +
       [f"{len(set(synthetic[m]) - set(train)):,}" for m in methods],
   ]
   os.makedirs(files_dir, exist_ok=True)

@@ -171,11 +171,13 @@ def report_rows(features: PoolFeatures,
   """
   rows = []
   rng = np.random.default_rng(seed)
-  n = len(features.query_of)
+  # Of the examples a selector may pick (not those the abstraction cannot
+  # read: they would shrink the baseline's figures).
+  selectable = np.flatnonzero(features.valid[features.query_of])
   for name, idx in selections.items():
     row = {"selector": name, **diversity(features, idx)}
     rows.append(row)
-    rand = [diversity(features, rng.permutation(n)[:len(idx)])
+    rand = [diversity(features, rng.permutation(selectable)[:len(idx)])
             for _ in range(random_repeats)]
     rows.append({"selector": f"random (same size as {name})",
                  **{k: float(np.mean([r[k] for r in rand])) for k in rand[0]}})
