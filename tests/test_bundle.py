@@ -655,3 +655,87 @@ def test_the_pack_is_written_as_lanes_finish_cells(tmp_path, monkeypatch):
   monkeypatch.setattr(bundle, "PACK_CHECK_SECONDS", 0.0)
   bundle.run_bundle(str(box), lanes=2, pack=pack)
   assert seen_while_running == [["cells/s/d/seed_0/outputs.json"]]
+
+
+def test_a_lane_started_again_while_packing(tmp_path, monkeypatch):
+  """Lane 0 fails once and is started again while --pack is set, lane 1
+  finishes later: the pack is still rewritten (the failure's own cells
+  were once compared with the count of pending cells: a TypeError that
+  left the lanes running orphaned)."""
+  import tarfile  # pylint: disable=g-import-not-at-top
+  box, pack = tmp_path / "bundle", str(tmp_path / "back.tgz")
+  for i in range(2):
+    (box / "cells" / f"s/d/seed_{i}").mkdir(parents=True)
+    (box / "cells" / f"s/d/seed_{i}" / "cell.json").write_text("{}")
+  tries = {0: 0}
+
+  class FakeLane:
+
+    def __init__(self, argv, env):
+      del env
+      self.lane = int(argv[argv.index("--lane") + 1])
+      self.cell = argv[argv.index("--cell") + 1]
+      self.polls = 0
+      if self.lane == 0:
+        tries[0] += 1
+
+    def poll(self):
+      self.polls += 1
+      if self.lane == 0 and tries[0] == 1:
+        return 1  # its first try fails
+      if self.polls < 5:
+        return None
+      (box / "cells" / self.cell / "outputs.json").write_text("{}")
+      return 0
+
+  monkeypatch.setattr(bundle.subprocess, "Popen", FakeLane)
+  monkeypatch.setattr(bundle, "RETRY_PAUSE_SECONDS", 0.0)
+  monkeypatch.setattr(bundle, "PACK_CHECK_SECONDS", 0.0)
+  bundle.run_bundle(str(box), lanes=2, pack=pack)
+  assert tries[0] == 2 and bundle.pending_cells(str(box)) == []
+  with tarfile.open(pack) as tar:  # lane 1's, written while lane 0 ran
+    assert tar.getnames() == ["cells/s/d/seed_1/outputs.json"]
+
+
+def test_outputs_of_an_older_export_are_not_imported(
+    toy_experiment, tmp_path):  # pylint: disable=redefined-outer-name
+  """A pack made before the cell was exported again (another key), then
+  unpacked beside the new spec: not the new cell's results. The arrays
+  trainer then trains the new spec from nothing (its old run directory
+  is of another training configuration)."""
+  import gin  # pylint: disable=g-import-not-at-top
+  from csl_jax.experiments import runner  # pylint: disable=g-import-not-at-top
+  out = str(tmp_path / "exp")
+  kw = dict(dataset="tsv", splits=["toy"], data_dir=toy_experiment,
+            methods=[], seeds=[0], beam_size=1, decode_batch_size=16,
+            trainer="arrays")
+  first = runner.experiment(out, **kw)
+  assert [(r["data"], r["steps"]) for r in first["records"]] == [
+      ("original", 4)]
+  cell = os.path.join(out, runner.BUNDLE_DIR, "cells", "toy", "original",
+                      "seed_0")
+  with open(os.path.join(cell, bundle.OUTPUTS_FILE)) as f:
+    old_outputs = f.read()
+  gin.bind_parameter("seq2seq.TrainConfig.num_steps", 6)
+  again = runner.experiment(out, **kw)
+  assert [(r["data"], r["steps"]) for r in again["records"]] == [
+      ("original", 6)]
+  with open(os.path.join(cell, bundle.CELL_FILE)) as f:
+    new_key = json.load(f)["stage_key"]
+  # The old outputs come back (e.g. from an older back.tgz).
+  with open(os.path.join(cell, bundle.OUTPUTS_FILE), "w") as f:
+    f.write(old_outputs)
+  assert bundle.outputs(os.path.join(out, runner.BUNDLE_DIR),
+                        "toy/original/seed_0", new_key) is None
+
+
+def test_run_bundle_pack_into_a_missing_directory_is_refused(tmp_path,
+                                                             capsys):
+  from csl_jax.cli import main as cli  # pylint: disable=g-import-not-at-top
+  box = tmp_path / "bundle"
+  (box / "cells" / "s/d/seed_0").mkdir(parents=True)
+  (box / "cells" / "s/d/seed_0" / "cell.json").write_text("{}")
+  assert cli.main(["run-bundle", str(box), "--pack",
+                   str(tmp_path / "nodir" / "back.tgz")]) == 2
+  err = capsys.readouterr().err.strip().splitlines()
+  assert len(err) == 1 and "no such directory for the pack" in err[0]

@@ -67,6 +67,9 @@ def main(args) -> int:
     _lane(args)
   if args.pack_only and not args.pack:
     raise InputError("--pack_only needs --pack FILE")
+  if args.pack and not os.path.isdir(os.path.dirname(
+      os.path.abspath(args.pack))):  # found before any cell trains
+    raise InputError("--pack: no such directory for the pack", args.pack)
   if args.stage_in:
     args.bundle = bundle.stage(args.bundle, args.stage_in)
     print(f"[run-bundle] running the copy {args.bundle}")

@@ -18,6 +18,7 @@ A cell's spec carries the experiment cell's stage key: outputs of a cell
 whose data or settings changed since it was exported are never imported.
 """
 
+import contextlib
 import dataclasses
 import fnmatch
 import functools
@@ -218,9 +219,8 @@ def export_cell(bundle: str, cell: str, stage_key: str, task: str,
   spec = _read_json(os.path.join(directory, CELL_FILE))
   if spec and spec.get("stage_key") == stage_key:
     return directory
-  _supersede(directory, (spec or {}).get("stage_key"))
-  old_dev = (spec or {}).get("dev"), (spec or {}).get(
-      "train", {}).get("checkpoint_every")
+  old_spec = spec or {}
+  _supersede(directory, old_spec.get("stage_key"))
   from csl_jax.seq2seq import train as train_lib  # pylint: disable=g-import-not-at-top
   model_config = train_lib.sized_for(model_config, task)
   lengths = input_pipeline.lengths(model_config.max_input_len,
@@ -251,26 +251,38 @@ def export_cell(bundle: str, cell: str, stage_key: str, task: str,
     rows = model_selection.dev_rows(dev, len(part["inputs"]))
     spec["dev"] = _save_arrays(bundle, {k: arrays.Ragged.from_rows(
         [part[k].row(i) for i in rows]) for k in arrays.FIELDS})
-  if dev and old_dev != (spec["dev"], train_config.checkpoint_every):
-    # Its checkpoints were not scored on this dev set: train again.
-    shutil.rmtree(os.path.join(directory, "train"), ignore_errors=True)
   if pretrain_task:
     spec["pretrain"] = {"task": pretrain_task,
                         "train_data": data_of(pretrain_task)}
     spec["pretrain_steps"] = train_config.num_steps
     spec["train"]["num_steps"] = finetune_steps
+  if any(old_spec.get(k) != spec.get(k) for k in _TRAINED_BY):
+    # Another training (or dev set: its checkpoints were not scored on
+    # it): train again, from nothing (the trainer refuses a run directory
+    # of another configuration). A change of decoding alone keeps them.
+    _supersede(directory, old_spec.get("stage_key"), ("train", "pretrain"))
   atomic_write_json(os.path.join(directory, CELL_FILE), spec)
   return directory
 
 
-def _supersede(directory: str, old_key: Optional[str]) -> None:
-  """Moves a cell's outputs to `superseded/<old_key>/` (not deleted: they
-  may be an accelerator's results under a key that changed by mistake)."""
+# What a cell's trainings depend on, of its spec.
+_TRAINED_BY = ("model", "train", "train_data", "dev", "pretrain",
+               "pretrain_steps")
+
+
+def _supersede(directory: str, old_key: Optional[str],
+               trainings: Tuple[str, ...] = ()) -> None:
+  """Moves a cell's outputs, and `trainings` (its run directories), to
+  `superseded/<old_key>/` (not deleted: they may be an accelerator's
+  results under a key that changed by mistake)."""
   aside = os.path.join(directory, SUPERSEDED_DIR, str(old_key))
-  for name in (OUTPUTS_FILE, PREDICTIONS_FILE):
+  for name in (OUTPUTS_FILE, PREDICTIONS_FILE) + trainings:
     if os.path.exists(os.path.join(directory, name)):
       os.makedirs(aside, exist_ok=True)
-      os.replace(os.path.join(directory, name), os.path.join(aside, name))
+      target = os.path.join(aside, name)
+      if os.path.isdir(target):  # superseded under this key before
+        shutil.rmtree(target)
+      os.replace(os.path.join(directory, name), target)
 
 
 def outputs(bundle: str, cell: str, stage_key: str
@@ -281,7 +293,10 @@ def outputs(bundle: str, cell: str, stage_key: str
   directory = os.path.join(bundle, CELLS_DIR, cell)
   spec = _read_json(os.path.join(directory, CELL_FILE))
   done = _read_json(os.path.join(directory, OUTPUTS_FILE))
-  if not spec or not done or spec.get("stage_key") != stage_key:
+  # The outputs' own key too: a pack made before the cell was exported
+  # again (another key) may be unpacked beside the new spec.
+  if not spec or not done or spec.get("stage_key") != stage_key or \
+      done.get("stage_key", stage_key) != stage_key:
     return None
   predicted = arrays.load(os.path.join(directory, PREDICTIONS_FILE))
   for part, record in done["parts"].items():
@@ -380,8 +395,8 @@ def run_cell(bundle: str, cell: str, progress: bool = False
     parts[part] = {"num_examples": n, "perplexity": train_lib.perplexity(
         model, params, data, lengths, batch_size)}
   arrays.save(os.path.join(directory, PREDICTIONS_FILE), predicted)
-  done = {"train": metrics, "pretrain": pretrained,
-          "train_seconds": train_seconds,
+  done = {"stage_key": spec["stage_key"], "train": metrics,
+          "pretrain": pretrained, "train_seconds": train_seconds,
           "decode_seconds": time.time() - start, "parts": parts,
           "device": str(jax.devices()[0].device_kind)}
   atomic_write_json(os.path.join(directory, OUTPUTS_FILE), done)
@@ -489,6 +504,21 @@ def _open_device(lane: int) -> None:
         f"({device.device_kind})", flush=True)
 
 
+@contextlib.contextmanager
+def _stopping(running: Dict[int, subprocess.Popen]):
+  """Should this process fail, its lanes are stopped (SIGTERM: they
+  checkpoint) and waited for, not left training the cells orphaned."""
+  try:
+    yield
+  except BaseException:
+    for proc in running.values():
+      if proc.poll() is None:
+        proc.terminate()
+    for proc in running.values():
+      proc.wait()
+    raise
+
+
 def _run_lanes(bundle: str, lanes: int, only: Optional[str],
                assignment: List[List[str]], pack: Optional[str] = None
                ) -> List[int]:
@@ -512,7 +542,7 @@ def _run_lanes(bundle: str, lanes: int, only: Optional[str],
   running = {i: start(i) for i in range(len(assignment))}
   retries = {i: LANE_RETRIES for i in running}
   failed = []
-  with StopRequest() as stop:
+  with StopRequest() as stop, _stopping(running):
     while running:
       if pack and time.time() - checked > PACK_CHECK_SECONDS:
         checked = time.time()
@@ -527,14 +557,14 @@ def _run_lanes(bundle: str, lanes: int, only: Optional[str],
         del running[i]
         if code == 0:
           continue
-        left = set(pending_cells(bundle)) & set(assignment[i])
+        own = set(pending_cells(bundle)) & set(assignment[i])
         stopped = code in (EXIT_CODE, -signal.SIGTERM) or stop.requested
-        if stopped or not retries[i] or not left:
+        if stopped or not retries[i] or not own:
           failed.append(i)
           continue
         retries[i] -= 1
         print(f"[run-bundle] lane {i} failed (exit {code}); starting it "
-              f"again for its {len(left)} cell(s)", flush=True)
+              f"again for its {len(own)} cell(s)", flush=True)
         time.sleep(RETRY_PAUSE_SECONDS)
         if stop.requested:
           failed.append(i)
