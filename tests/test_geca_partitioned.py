@@ -107,9 +107,12 @@ def test_a_work_dir_keeps_files_that_are_not_the_index(tmp_path):
   # arrays in the same directory are not.
   mine = tmp_path / "my_embeddings.npy"
   np.save(mine, np.arange(3))
+  (tmp_path / "flow").mkdir()  # a folder of the user's
+  (tmp_path / "flow" / "notes.txt").write_text("mine")
   _same_as_one_build(_scan_pairs(), GECAConfig(wug_size=1, n_sample=8), 2,
                      work_dir=str(tmp_path))
   assert np.load(mine).tolist() == [0, 1, 2]
+  assert (tmp_path / "flow" / "notes.txt").read_text() == "mine"
   assert any(n.startswith("targets-") for n in os.listdir(tmp_path))
 
 

@@ -27,6 +27,14 @@ def test_shard_seeds_depend_on_run_seed_and_shard_only():
   assert len(set(seeds)) == 100
   assert seeds == [shards.shard_seed(7, k) for k in range(100)]
   assert shards.shard_seed(8, 0) != seeds[0]
+  # The kernel keeps 32 bits of each round's seed: no round of one shard
+  # may get another shard's (independent shard seeds collided for some run
+  # seeds, e.g. 7375: shard 416's rounds 0-1 were shard 418's 1-2).
+  from csl_jax.sampling import sampler  # pylint: disable=g-import-not-at-top
+  for run_seed in (0, 7375, 2**31 + 5):
+    kernel = {(shards.shard_seed(run_seed, k) * sampler.ROUND_SEED_MULTIPLIER
+               + r) % 2**32 for k in range(1000) for r in range(50)}
+    assert len(kernel) == 1000 * 50, run_seed
 
 
 def _read(path):
@@ -76,6 +84,12 @@ def test_stage_errors(tmp_path):
   with pytest.raises(InputError, match="--runner must be one of"):
     sample_lib.sample(str(tmp_path / "b"), model_dir, num=10,
                       runner="Nope", shards=2)
+  with pytest.raises(InputError, match="--shards"):  # not one shard, silently
+    sample_lib.sample(str(tmp_path / "c"), model_dir, num=10, shards=0)
+  (tmp_path / "afile").write_text("")
+  with pytest.raises(InputError, match="afile: is a file, not a directory"):
+    sample_lib.sample(str(tmp_path / "d"), model_dir, num=10, shards=2,
+                      shard_dir=str(tmp_path / "afile"))
 
 
 def test_stage_local_sharded(tmp_path):

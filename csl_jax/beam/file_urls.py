@@ -27,6 +27,12 @@ def _file_systems(path: str):
   except ImportError:
     raise InputError("a URL path needs apache-beam (README 'Scaling out')",
                      path) from None
+  try:
+    FileSystems.get_filesystem(path)
+  except ValueError as e:  # e.g. gs:// without apache-beam[gcp]
+    raise InputError(f"no file system for this URL ({e}); install its "
+                     f"apache-beam extra, e.g. apache-beam[gcp]",
+                     path) from None
   return FileSystems
 
 
@@ -122,4 +128,6 @@ def delete(paths: List[str]) -> None:
 def make_dirs(path: str) -> None:
   """Object stores have no directories: only local paths are made."""
   if not is_url(path):
+    if os.path.exists(path) and not os.path.isdir(path):
+      raise InputError("is a file, not a directory", path)
     os.makedirs(path, exist_ok=True)

@@ -28,6 +28,10 @@ from csl_jax.sampling import sample_kernel
 from csl_jax.sampling.config import SampleConfig  # pylint: disable=unused-import
 
 
+# A round's kernel seed is seed * this + round (the kernel keeps its low 32
+# bits: `shards.shard_seed` spaces the shards' rounds apart with it).
+ROUND_SEED_MULTIPLIER = 1_000_003
+
 _NO_JOINT = (np.zeros(1, np.int64), np.zeros(0, np.int32),
              np.zeros((0, 1), np.int32), np.zeros((1, 1, 1)), 0,
              np.zeros(1, np.int64), np.zeros(0, np.int32),
@@ -120,7 +124,7 @@ def sample(model: CSLModel, num: int, config: SampleConfig,
     want = min(config.chunk, config.max_attempts_factor * num - attempts,
                max(num - len(pairs), 1) * (2 if output_cfg or config.dedup
                                            else 1))
-    seed = config.seed * 1_000_003 + round_
+    seed = config.seed * ROUND_SEED_MULTIPLIER + round_
     ok, s, s_off, t, t_off, depth, _, dropped = sample_kernel.sample_batch(
         want, seed, joint is not None, cdf, leaf_cdf, num_nts, p,
         *(_NO_JOINT if joint is None else (

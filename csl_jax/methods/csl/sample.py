@@ -43,7 +43,8 @@ def sample(out_dir: str, model: str, num: int = 100_000,
     raise InputError("--shard_dir needs --shards N")
   if runner is not None or shards is not None:
     return _sharded(out_dir, model, num, use_output_cfg, config,
-                    shards or 1, runner, pipeline_args, shard_dir or out_dir)
+                    1 if shards is None else shards, runner, pipeline_args,
+                    shard_dir or out_dir)
   csl = CSLModel.load(model)
   os.makedirs(out_dir, exist_ok=True)
   result = csl.sample(num, config, use_output_cfg)

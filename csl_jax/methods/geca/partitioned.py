@@ -164,6 +164,8 @@ def _write_stats(ctx: Context, stage: str, part: int, stats: Dict) -> None:
 # The final tables' files (`_save`): all a rerun removes of a work_dir, which
 # may hold the user's own files.
 TABLE_PATTERNS = ("targets-*.npy", "candidates-*.npy")
+# The joins' intermediate files, a folder of the run's own name.
+FLOW_DIR = "geca_flow.tmp"
 
 
 def _save(ctx: Context, name: str, part: int, table: Table) -> None:
@@ -421,11 +423,11 @@ def shards_of(num_sequences: int, num_partitions: int) -> List[np.ndarray]:
 
 def run_local(ctx: Context) -> None:
   """The stages in this process, partition by partition. What flows
-  between stages waits in local array files (`directory`/flow, or a
+  between stages waits in local array files (`directory`/FLOW_DIR, or a
   temporary directory where `directory` is a URL), so memory holds one
   shard or one partition of one stage at a time, not the whole index."""
   flow = (tempfile.mkdtemp(prefix="geca-flow") if file_urls.is_url(
-      ctx.directory) else os.path.join(ctx.directory, "flow"))
+      ctx.directory) else os.path.join(ctx.directory, FLOW_DIR))
   os.makedirs(flow, exist_ok=True)
   files_of: Dict[str, Dict[int, List[str]]] = collections.defaultdict(
       lambda: collections.defaultdict(list))
@@ -548,7 +550,7 @@ def clear(directory: str) -> None:
   nothing); nothing else there."""
   for pattern in TABLE_PATTERNS + ("stats-*.json",):
     file_urls.delete(file_urls.matching(directory, pattern))
-  flow = os.path.join(directory, "flow")
+  flow = os.path.join(directory, FLOW_DIR)
   if not file_urls.is_url(directory) and os.path.isdir(flow):
     shutil.rmtree(flow)
 
