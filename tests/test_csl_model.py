@@ -61,3 +61,23 @@ def test_load_refuses_what_is_not_a_model(tmp_path):
   (tmp_path / "grammar.qcfg").write_text("walk ### W\n")  # other rules
   with pytest.raises(InputError, match="do not fit the grammar"):
     CSLModel.load(str(tmp_path))
+  (tmp_path / "model.json").write_text('{"num_states": 2')  # torn
+  with pytest.raises(InputError, match=r"model.json: not valid JSON"):
+    CSLModel.load(str(tmp_path))
+
+
+def test_batch_rule_normalizer_masks_the_batch_rules_only():
+  """App. B.2's per-batch normalizer: the rules of the batch's derivations.
+  Padding edges carry rule 0 (`walk ### WALK` here), which no derivation
+  of these two pairs uses: it was in every batch's mask."""
+  from csl_jax.model import train  # pylint: disable=g-import-not-at-top
+  from csl_jax.qcfg.rules import parse_rules  # pylint: disable=g-import-not-at-top
+  from csl_jax.testing import toy_language  # pylint: disable=g-import-not-at-top
+  rules = parse_rules(toy_language.GRAMMAR)
+  assert str(rules[0]) == "walk ### WALK"
+  pairs = [("jump".split(), "JUMP".split()),
+           ("look twice".split(), "LOOK LOOK".split())]
+  data = train.Dataset(rules, pairs, 2)
+  used = {int(r) for b in data.usable for r in data.forests[int(b)].edge_rule}
+  assert set(np.flatnonzero(data.rule_masks[0]).tolist()) == used
+  assert 0 not in used

@@ -148,3 +148,12 @@ def test_initial_optimizer_state_is_optaxs_own():
                   jax.tree_util.tree_leaves(theirs)):
     assert a.shape == b.shape and a.dtype == b.dtype
     np.testing.assert_array_equal(a, np.asarray(b))
+
+
+@pytest.mark.parametrize("torn", [b"\x81\xa3", b"not msgpack at all"])
+def test_a_torn_checkpoint_starts_afresh(uninterrupted, tmp_path, torn):
+  # Cut short (a full disk) or another tool's bytes: a fit from nothing,
+  # not a msgpack traceback.
+  _, reference, _ = uninterrupted
+  (tmp_path / "ckpt.msgpack").write_bytes(torn)
+  _assert_same(_fit(str(tmp_path)), reference)

@@ -1,6 +1,7 @@
 """Grammar induction end to end on data generated from known QCFGs."""
 
 import json
+import math
 import os
 
 import gin
@@ -141,6 +142,25 @@ def test_bad_training_data_names_file_and_line(tmp_path, capsys):
   assert cli.main(["induce", "--train", str(data), "--out",
                    str(tmp_path / "o")]) == 2
   assert f"{data}:2: token '###' is reserved" in capsys.readouterr().err
+  # NT_0 is no nonterminal a rule may hold either; and with malformed lines
+  # skipped, the file's line is named, not the example's place.
+  data.write_text("walk\tWALK\nbroken line\njump\tJUMP\nlook NT_0\tLOOK\n")
+  assert cli.main(["induce", "--train", str(data), "--out",
+                   str(tmp_path / "o"), "--skip_malformed"]) == 2
+  assert f"{data}:4: token of the form NT_k" in capsys.readouterr().err
+
+
+def test_a_seed_rule_no_pair_can_use_is_left_out():
+  # `foo` and `FOO` never occur in one pair: the rule derives nothing, and
+  # its cost (infinite) made every reported objective infinite.
+  from csl_jax.qcfg.rules import parse_rule  # pylint: disable=g-import-not-at-top
+  pairs = sentences()
+  seed = parse_rule("foo ### FOO")
+  inducer = Inducer(pairs, CONFIG, [seed])
+  assert inducer.seed_rules == []
+  result = inducer.run()
+  assert seed not in result.rules
+  assert all(math.isfinite(h.objective) for h in result.history)
 
 
 def test_interrupted_run_resumes_to_the_same_grammar(tmp_path):
@@ -158,6 +178,11 @@ def test_interrupted_run_resumes_to_the_same_grammar(tmp_path):
     Inducer(pairs, CONFIG).run(state, stop_after_two)
   resumed = Inducer(pairs, CONFIG).run(state)
   assert resumed.rules == fresh.rules
+  # A torn state file, or JSON of another shape: a run from the start.
+  for torn in ('{"fingerprint": ', "[]"):
+    with open(state, "w") as f:
+      f.write(torn)
+    assert Inducer(pairs, CONFIG).run(state).rules == fresh.rules
   assert [h.step for h in resumed.history[:2]] == [
       h.step for h in fresh.history[:2]]
   # A state written for other data or settings is not used.

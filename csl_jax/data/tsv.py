@@ -31,6 +31,8 @@ class ReadStats:
   num_skipped: int = 0
   # (line number, reason) of skipped lines, for the summary.
   skipped: List[Tuple[int, str]] = dataclasses.field(default_factory=list)
+  # The file line of each row read, for errors about an example later.
+  lines: List[int] = dataclasses.field(default_factory=list)
 
 
 def _check_line(parts: Sequence[str], num_columns: Tuple[int, ...]) -> str:
@@ -82,6 +84,7 @@ def parse_lines(lines: Iterable[str], source: str = "<string>",
       stats.skipped.append((line_number, reason))
       continue
     rows.append(tuple(p.strip() for p in parts))
+    stats.lines.append(line_number)
     stats.num_read += 1
   return rows
 

@@ -170,10 +170,18 @@ class Inducer:
     self.config = config
     self.checker_key = checker_key
     self.pairs = [(tuple(x), tuple(y)) for x, y in pairs]
-    self.seed_rules = list(seed_rules)
-    self._seed_set = frozenset(self.seed_rules)
     self.stats = PairStatistics(self.pairs, config.sample_size, config.seed)
     self.objective = Objective(config.objective_config(), self.stats)
+    # A seed whose sides never occur in one pair derives none of them and
+    # would make the objective infinite for the whole run: left out.
+    unusable = [r for r in seed_rules
+                if math.isinf(self.objective.rule_cost(r))]
+    if unusable:
+      logging.warning("%d seed rule(s) whose sides never occur in one "
+                      "training pair left out, e.g. %s", len(unusable),
+                      unusable[0])
+    self.seed_rules = [r for r in seed_rules if r not in set(unusable)]
+    self._seed_set = frozenset(self.seed_rules)
     self._target_ok = target_ok
     self._allowed_cache: Dict[Rule, bool] = {}
     self._encoder = Encoder()
@@ -456,7 +464,12 @@ class Inducer:
     start_partition, start_step = 0, 0
     fingerprint = self.fingerprint()
     if checkpoint and os.path.exists(checkpoint):
-      state = read_json(checkpoint)
+      try:
+        state = read_json(checkpoint)
+      except ValueError:  # torn or not JSON: as a state of another run
+        state = None
+      if not isinstance(state, dict):
+        state = {}
       if fingerprint and state.get("fingerprint") == fingerprint:
         grammar = [parse_rule(r, checkpoint) for r in state["rules"]]
         history = [StepRecord(**h) for h in state["history"]]

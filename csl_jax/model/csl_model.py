@@ -86,7 +86,11 @@ class CSLModel:
       if not os.path.isfile(os.path.join(directory, name)):
         raise InputError(f"not a fitted model directory (no {name}); run "
                          "`csl-jax fit` first", directory)
-    meta = read_json(os.path.join(directory, "model.json"))
+    try:
+      meta = read_json(os.path.join(directory, "model.json"))
+    except ValueError as e:  # torn or edited
+      raise InputError(f"not valid JSON ({e})",
+                       os.path.join(directory, "model.json")) from None
     rules = load_rules(os.path.join(directory, "grammar.qcfg"))
     with np.load(os.path.join(directory, "params.npz")) as params:
       arrays = {"rule": params["rule"], "context": params["context"]}

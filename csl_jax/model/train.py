@@ -162,8 +162,10 @@ class Dataset:
     shape = common_shape([l.shape() for l in layouts])
     self.batches: List[PaddedForests] = [
         l.pad(self.counts[c], shape) for l, c in zip(layouts, chunks)]
-    self.rule_masks = [np.bincount(p.edge_rule, minlength=len(rules)) > 0
-                       for p in self.batches]
+    # From the batches' own edges (padding edges carry rule 0, in no
+    # derivation: they would put it in every batch's normalizer).
+    self.rule_masks = [np.bincount(l.edge_rule, minlength=len(rules)) > 0
+                       for l in layouts]
 
 
 class _Kept(list):
@@ -266,7 +268,12 @@ def fit(rules: Sequence[Rule], pairs, config: FitConfig, max_nts: int = 4,
   key = fingerprint(rules, data, max_nts, config)
   if checkpoint and os.path.exists(checkpoint):
     with open(checkpoint, "rb") as f:
-      state = flax.serialization.msgpack_restore(f.read())
+      try:
+        state = flax.serialization.msgpack_restore(f.read())
+      except ValueError:  # torn or not msgpack: as another run's, redone
+        state = None
+    if not isinstance(state, dict):
+      state = {}
     if state.get("fingerprint") == key:
       params = {k: jnp.asarray(state["params"][k]) for k in params}
       opt_state = flax.serialization.from_state_dict(opt_state,

@@ -17,7 +17,7 @@ from csl_jax.errors import InputError
 from csl_jax.induction import seed_rules as seed_lib
 from csl_jax.induction.search import InductionConfig, Inducer, StepRecord
 from csl_jax.qcfg.output_cfg import OutputCFG, load_output_cfg
-from csl_jax.qcfg.rules import Rule, load_rules, nt_index, save_rules
+from csl_jax.qcfg.rules import Rule, load_rules, save_rules
 from csl_jax.progress import progress
 
 SEED_GENERATORS = ("exact_match", "ibm1")
@@ -70,14 +70,14 @@ def induce(out_dir: str, train: str, seed_rules: Optional[str] = None,
   examples = tsv.read_tsv(train, skip_malformed=skip_malformed,
                           stats=stats)
   pairs = []
-  for line, ex in enumerate(examples, start=1):
+  for ex, line in zip(examples, stats.lines):  # file lines, skipped or not
     x, y = ex.input.split(), ex.output.split()
     if len(x) > max_source_len or len(y) > max_target_len:
       raise InputError(f"example longer than the bound ({len(x)} > "
                        f"{max_source_len} or {len(y)} > {max_target_len} "
                        "tokens)", train, line)
     if ("NT_" in ex.input or "NT_" in ex.output) and any(
-        nt_index(t) for t in x + y):
+        t.startswith("NT_") for t in x + y):  # NT_0 too: no rule takes it
       raise InputError("token of the form NT_k is reserved for "
                        "nonterminals", train, line)
     if "###" in x or "###" in y:
