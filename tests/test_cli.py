@@ -332,3 +332,29 @@ def test_dataset_settings_already_loaded_are_not_added(tmp_path):
       ["augment", "--out", str(tmp_path), "--dataset", "geoquery"])
   assert cli.SUBCOMMANDS["augment"].gin_defaults(
       args, ["gin/csl/geoquery_augment.gin"]) == []
+
+
+def test_newcomer_mistakes_are_one_line_errors(tmp_path, capsys, monkeypatch):
+  from csl_jax.cli import train_seq2seq  # pylint: disable=g-import-not-at-top
+  from csl_jax.errors import InputError  # pylint: disable=g-import-not-at-top
+  # A method the run has not (or a typo): not the original data alone.
+  with pytest.raises(InputError, match="names a method the data has not"):
+    train_seq2seq._base_name("tsv1_gcea_mixture", ["geca"])  # pylint: disable=protected-access
+  assert train_seq2seq._base_name("tsv1_geca_mixture", ["geca"]) == "tsv1"  # pylint: disable=protected-access
+  data = tmp_path / "d.tsv"
+  data.write_text("walk\tW\n")
+  assert cli.main(["vocab", "--tsv", str(data), "--out",
+                   str(tmp_path / "v") + "/"]) == 2
+  assert "--out is a prefix" in capsys.readouterr().err
+  assert cli.main(["run-bundle", str(tmp_path), "--lanes", "0"]) == 2
+  assert "--lanes must be >= 1" in capsys.readouterr().err
+
+  def interrupted(args):
+    raise KeyboardInterrupt
+
+  monkeypatch.setattr(cli.SUBCOMMANDS["coverage"], "main", interrupted)
+  assert cli.main(["coverage", "--grammar", str(data), "--data", str(data),
+                   "--out", str(tmp_path / "c")]) == 130
+  err = capsys.readouterr().err.strip().splitlines()
+  assert err == ["csl-jax: interrupted; the same command resumes where it "
+                 "stopped"]

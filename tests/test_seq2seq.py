@@ -851,6 +851,9 @@ def test_cli_train_and_decode(reverse_task, tmp_path, monkeypatch, capsys):
     assert cli.main(["decode", "--model", model_dir, "--task", "t_cli",
                      "--split", "test", "--batch_size", "0", "--out",
                      dec_dir + "3"]) == 2
+    assert cli.main(["decode", "--model", model_dir, "--task", "t_cli",
+                     "--split", "test", "--beam_size", "0", "--out",
+                     dec_dir + "3b"]) == 2
     assert cli.main(["decode", "--model", model_dir, "--task",
                      "t_cli_csl_mixture", "--synthetic",
                      os.path.join(data_dir, "train.tsv"), "--split", "test",
@@ -882,6 +885,7 @@ def test_cli_train_and_decode(reverse_task, tmp_path, monkeypatch, capsys):
   assert ("--split 'tset': t_cli has no such split (it has test, train, "
           "validation)") in err
   for message in ("--batch_size must be >= 1, got 0",
+                  "--beam_size must be >= 1, got 0",
                   "--task t_cli_csl_mixture is a mixture: decode one of its "
                   "tasks", "t_cli's vocabulary is not the one the model was "
                   "trained with", "CSL_JAX_EXTRA_IDS) must be >= 0, got -5",

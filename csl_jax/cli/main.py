@@ -169,6 +169,10 @@ def main(argv: Optional[List[str]] = None, *,
     return SUBCOMMANDS[args.subcommand].main(args) or 0
   except InputError as e:
     return stage.report_input_error(e)
+  except KeyboardInterrupt:  # Ctrl-C: one line, not a traceback
+    print("csl-jax: interrupted; the same command resumes where it stopped",
+          file=sys.stderr)
+    return 130
 
 
 def run() -> None:

@@ -65,6 +65,8 @@ def _lane(args) -> None:
 def main(args) -> int:
   if args.lane is not None:
     _lane(args)
+  if args.lanes < 1:
+    raise InputError(f"--lanes must be >= 1, got {args.lanes}")
   if args.pack_only and not args.pack:
     raise InputError("--pack_only needs --pack FILE")
   if args.pack and not os.path.isdir(os.path.dirname(

@@ -54,6 +54,13 @@ def _base_name(task: str, methods) -> str:
   for suffix in sorted(suffixes, key=len, reverse=True):
     if task.endswith(suffix):
       return task[:-len(suffix)]
+  if task.endswith(("_mixture", "_synthetic")):
+    # Else it would be registered as a dataset of that name: the original
+    # data alone, trained on without a word.
+    raise InputError(f"--task {task}: names a method the data has not "
+                     f"(its methods: {', '.join(sorted(methods)) or 'none'};"
+                     f" tasks NAME, NAME_<method>_mixture, "
+                     f"NAME_<method>_synthetic, NAME_all_mixture)")
   return task
 
 
@@ -137,6 +144,8 @@ def _decode(args) -> int:
   _check_split(args.task, args.split, "--split")
   if args.batch_size < 1:
     raise InputError(f"--batch_size must be >= 1, got {args.batch_size}")
+  if args.beam_size < 1:  # else greedy, recorded as the flag's value
+    raise InputError(f"--beam_size must be >= 1, got {args.beam_size}")
   train.check_vocabulary(record, args.task)
   model, params = train.load_params(args.model)
   lengths = input_pipeline.lengths(model_config.max_input_len,

@@ -35,6 +35,9 @@ def main(args) -> int:
     raise InputError(f"--vocab_size must be >= 1, got {args.vocab_size}")
   for path in args.tsv:  # missing, a directory, a malformed line, bad
     tsv.read_tsv(path)  # UTF-8 or an empty file: named, before training
+  if args.out.endswith(("/", os.sep)):  # a prefix, not a directory
+    raise InputError("--out is a prefix (writes PREFIX.model and "
+                     "PREFIX.json), not a directory", args.out)
   parent = os.path.dirname(os.path.abspath(args.out))
   try:
     os.makedirs(parent, exist_ok=True)
