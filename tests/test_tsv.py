@@ -56,3 +56,19 @@ def test_write_refuses_unwritable_examples(tmp_path):
   for example in (("a\tb", "c"), ("a\rb", "c"), (" ", "x"), ("a", "")):
     with pytest.raises(ValueError, match="blank or has a tab/line break"):
       tsv.write_tsv(tmp_path / "x.tsv", [example])
+
+
+def test_a_header_row_is_named(tmp_path, caplog):
+  # The format has no header; a first line naming the columns is read as
+  # an example, and said so (file and line), not silently.
+  path = tmp_path / "h.tsv"
+  path.write_text("input\toutput\njump\tI_JUMP\n")
+  with caplog.at_level("WARNING"):
+    rows = tsv.read_tsv(str(path))
+  assert len(rows) == 2
+  assert f"{path}:1: 'input\\toutput' looks like a header row" in caplog.text
+  caplog.clear()
+  path.write_text("jump\tI_JUMP\ninput\toutput\n")  # not the first line
+  with caplog.at_level("WARNING"):
+    tsv.read_tsv(str(path))
+  assert "header" not in caplog.text

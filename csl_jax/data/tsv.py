@@ -16,6 +16,8 @@ import io
 import os
 from typing import Iterable, List, NamedTuple, Optional, Sequence, Tuple
 
+from absl import logging
+
 from csl_jax.errors import InputError
 from csl_jax.files import atomic_write_text, read_text
 
@@ -33,6 +35,11 @@ class ReadStats:
   skipped: List[Tuple[int, str]] = dataclasses.field(default_factory=list)
   # The file line of each row read, for errors about an example later.
   lines: List[int] = dataclasses.field(default_factory=list)
+
+
+# First lines that name the columns rather than give an example.
+_HEADERS = {("input", "output"), ("source", "target"), ("inputs", "targets"),
+            ("sentence", "lf"), ("question", "query")}
 
 
 def _check_line(parts: Sequence[str], num_columns: Tuple[int, ...]) -> str:
@@ -83,6 +90,10 @@ def parse_lines(lines: Iterable[str], source: str = "<string>",
       stats.num_skipped += 1
       stats.skipped.append((line_number, reason))
       continue
+    if not rows and tuple(p.strip().lower() for p in parts[:2]) in _HEADERS:
+      logging.warning("%s:%d: %r looks like a header row; it is read as an "
+                      "example (the format has none: remove it)", source,
+                      line_number, line)
     rows.append(tuple(p.strip() for p in parts))
     stats.lines.append(line_number)
     stats.num_read += 1
