@@ -6,6 +6,8 @@ import os
 import pytest
 
 from csl_jax.cli import main as cli
+from csl_jax.errors import InputError
+from csl_jax.methods.csl import parse as parse_lib
 from csl_jax.model import evaluation
 from csl_jax.testing import toy_language
 from csl_jax.testing.files import write_pairs
@@ -73,6 +75,18 @@ def test_fit_parse_evaluate(tmp_path):
   assert s["other_accuracy"] == 100.0 * 1 / 7
   assert s["other_accuracy_on_not_covered"] == 100.0
   assert s["ensemble_accuracy"] == 100.0
+  # Another system's predictions for other inputs: the file and the first
+  # line where they part, or both files when the counts differ.
+  shuffled = write_pairs(tmp_path / "shuffled.tsv",
+                         [(x, "X") for x, _ in TEST[1:] + TEST[:1]]
+                         + [("fly", "FLY")])
+  predictions = os.path.join(parsed2, "predictions.tsv")
+  for bad, where in ((shuffled, f"{shuffled}:1: the other system's input"),
+                     (write_pairs(tmp_path / "short.tsv", TEST[:2]),
+                      f"{predictions}: the other system has 2 predictions")):
+    with pytest.raises(InputError) as info:
+      parse_lib.evaluate(str(tmp_path / "r2"), predictions, bad)
+    assert str(info.value).startswith(where), str(info.value)
 
 
 def test_parse_without_a_model_is_a_clean_error(tmp_path, capsys):

@@ -77,9 +77,14 @@ def breakdown(csl: Sequence[Prediction],
       "accuracy_on_covered": _accuracy(covered),
   }
   if other is not None:
-    if [p.input for p in other] != [p.input for p in csl]:
-      raise InputError("the other system's predictions are not for the same "
-                       "inputs in the same order")
+    if len(other) != len(csl):
+      raise InputError(f"the other system has {len(other)} predictions, "
+                       f"these {len(csl)}: not the same inputs")
+    for line, (p, q) in enumerate(zip(csl, other), start=1):
+      if p.input != q.input:  # the first line where they part
+        raise InputError(f"the other system's input {q.input!r} is not "
+                         f"{p.input!r} (the same inputs, in the same order)",
+                         None, line)
     with_target = [q._replace(target=p.target) for p, q in zip(csl, other)]
     out["other_accuracy"] = _accuracy(with_target)
     out["other_accuracy_on_covered"] = _accuracy(

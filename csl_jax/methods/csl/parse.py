@@ -58,8 +58,15 @@ def evaluate(out_dir: str, predictions: str,
   summary: Dict[str, Any] = {}
   csl = evaluation.read_predictions(predictions)
   fallback = evaluation.read_predictions(other) if other else None
-  summary.update(predictions=os.fspath(predictions),
-                 **evaluation.breakdown(csl, fallback))
+  try:
+    scores = evaluation.breakdown(csl, fallback)
+  except InputError as e:  # the files the message is about
+    if e.line is not None:
+      raise InputError(f"{e.message} (in {predictions})", other,
+                       e.line) from None
+    raise InputError(e.message + (f" (the other: {other})" if other else ""),
+                     predictions) from None
+  summary.update(predictions=os.fspath(predictions), **scores)
   if other:
     summary["other"] = os.fspath(other)
   return dict(summary)
