@@ -67,6 +67,20 @@ def read_text(path: str) -> str:
   return text[1:] if text.startswith("\ufeff") else text
 
 
+def file_sha256(path: str) -> str:
+  """sha256 of a file's bytes (local, or any tf.io.gfile path: gs://...)."""
+  h = hashlib.sha256()
+  if "://" in os.fspath(path):
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    opened = tf.io.gfile.GFile(path, "rb")
+  else:
+    opened = open(path, "rb")
+  with opened as f:
+    for chunk in iter(lambda: f.read(1 << 20), b""):
+      h.update(chunk)
+  return h.hexdigest()
+
+
 def read_json(path: str) -> Any:
   with io.open(os.fspath(path), encoding="utf-8") as f:
     return json.load(f)

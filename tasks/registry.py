@@ -35,7 +35,6 @@ tasks (not NAME_reversed, whose inputs are programs).
 """
 
 import functools
-import hashlib
 import json
 import os
 import re
@@ -48,6 +47,7 @@ import seqio
 import tensorflow as tf
 
 from csl_jax.errors import InputError
+from csl_jax.files import file_sha256
 from tasks import metrics
 from tasks import vocab as vocab_lib
 
@@ -486,8 +486,9 @@ def find_methods(run_dir: PathLike) -> Tuple[Dict[str, str], List[str]]:
     _add_method(methods, method, path)
     proper.append(method)
     # Hashed only if a selection is there to check.
-    candidates = functools.cache(lambda d=method_dir: _file_sha256(
-        _join(d, CANDIDATES_FILE)))
+    candidates = functools.cache(lambda p=_join(method_dir, CANDIDATES_FILE):
+                                 file_sha256(p) if tf.io.gfile.exists(p)
+                                 else None)
     for sub in sorted(tf.io.gfile.listdir(method_dir)):
       sub_dir = _join(method_dir, sub.rstrip("/"))
       path = _join(sub_dir, SYNTHETIC_FILE)
@@ -508,16 +509,6 @@ def find_methods(run_dir: PathLike) -> Tuple[Dict[str, str], List[str]]:
 
 
 CANDIDATES_FILE = "candidates.tsv"  # what a method's selectors read
-
-
-def _file_sha256(path: str) -> Optional[str]:
-  if not tf.io.gfile.exists(path):
-    return None
-  h = hashlib.sha256()
-  with tf.io.gfile.GFile(path, "rb") as f:
-    for chunk in iter(lambda: f.read(1 << 20), b""):
-      h.update(chunk)
-  return h.hexdigest()
 
 
 def _selected_from(sub_dir: str, candidates) -> bool:

@@ -174,13 +174,12 @@ class Inducer:
     self.objective = Objective(config.objective_config(), self.stats)
     # A seed whose sides never occur in one pair derives none of them and
     # would make the objective infinite for the whole run: left out.
-    unusable = [r for r in seed_rules
-                if math.isinf(self.objective.rule_cost(r))]
-    if unusable:
+    self.seed_rules = [r for r in seed_rules
+                       if not math.isinf(self.objective.rule_cost(r))]
+    if len(self.seed_rules) < len(seed_rules):
       logging.warning("%d seed rule(s) whose sides never occur in one "
-                      "training pair left out, e.g. %s", len(unusable),
-                      unusable[0])
-    self.seed_rules = [r for r in seed_rules if r not in set(unusable)]
+                      "training pair left out", len(seed_rules) -
+                      len(self.seed_rules))
     self._seed_set = frozenset(self.seed_rules)
     self._target_ok = target_ok
     self._allowed_cache: Dict[Rule, bool] = {}

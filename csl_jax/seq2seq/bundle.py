@@ -220,7 +220,6 @@ def export_cell(bundle: str, cell: str, stage_key: str, task: str,
   if spec and spec.get("stage_key") == stage_key:
     return directory
   old_spec = spec or {}
-  _supersede(directory, old_spec.get("stage_key"))
   from csl_jax.seq2seq import train as train_lib  # pylint: disable=g-import-not-at-top
   model_config = train_lib.sized_for(model_config, task)
   lengths = input_pipeline.lengths(model_config.max_input_len,
@@ -256,11 +255,12 @@ def export_cell(bundle: str, cell: str, stage_key: str, task: str,
                         "train_data": data_of(pretrain_task)}
     spec["pretrain_steps"] = train_config.num_steps
     spec["train"]["num_steps"] = finetune_steps
-  if any(old_spec.get(k) != spec.get(k) for k in _TRAINED_BY):
-    # Another training (or dev set: its checkpoints were not scored on
-    # it): train again, from nothing (the trainer refuses a run directory
-    # of another configuration). A change of decoding alone keeps them.
-    _supersede(directory, old_spec.get("stage_key"), ("train", "pretrain"))
+  # Another training (or dev set: its checkpoints were not scored on it)
+  # trains again, from nothing (the trainer refuses a run directory of
+  # another configuration); a change of decoding alone keeps the trainings.
+  retrain = any(old_spec.get(k) != spec.get(k) for k in _TRAINED_BY)
+  _supersede(directory, old_spec.get("stage_key"),
+             ("train", "pretrain") if retrain else ())
   atomic_write_json(os.path.join(directory, CELL_FILE), spec)
   return directory
 

@@ -31,7 +31,7 @@ import orbax.checkpoint as ocp
 
 from csl_jax import progress as progress_lib
 from csl_jax.errors import InputError
-from csl_jax.files import atomic_write_json
+from csl_jax.files import atomic_write_json, file_sha256
 from csl_jax.seq2seq import arrays
 from csl_jax.seq2seq import input_pipeline
 from csl_jax.seq2seq import loss_record
@@ -191,16 +191,6 @@ def perplexity(model, params, data, feature_lengths: Dict[str, int],
              for a in range(0, n, batch_size))
   return float(np.exp(mean_loss(state, batches, data_sharding,
                                 batch_size)["loss"]))
-
-
-def file_sha256(path: str) -> str:
-  """sha256 of a file's bytes (local or any tf.io.gfile path)."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  h = hashlib.sha256()
-  with tf.io.gfile.GFile(path, "rb") as f:
-    for chunk in iter(lambda: f.read(1 << 20), b""):
-      h.update(chunk)
-  return h.hexdigest()
 
 
 def data_key(task: str) -> Dict[str, Any]:
