@@ -315,3 +315,36 @@ def test_bundle_timing_projects_the_cells_steps(load_script, tmp_path,
       "--steps", "100", "--best_to", str(best)])
   bench.main()
   assert best.read_text() == str(tmp_path / "narrow") + "\n"
+
+
+def test_keep_gpu_results_keeps_what_the_runner_reads(tmp_path):
+  """scripts/keep_gpu_results.sh copies each finished cell's outputs and
+  selection (not its TensorBoard files, superseded outputs or unfinished
+  cells) so that a later checkout can score them."""
+  gpu, kept = tmp_path / "gpu", tmp_path / "kept"
+  done = gpu / "B" / "cells" / "s" / "m" / "seed_0"
+  (done / "train" / "tensorboard").mkdir(parents=True)
+  for name, text in [("outputs.json", "{}"), ("outputs.npz", "npz"),
+                     ("cell.json", "{}"), ("train/selection.json", "[1]"),
+                     ("train/tensorboard/events", "ev"),
+                     ("superseded/k/outputs.json", "{}")]:
+    (done / name).parent.mkdir(parents=True, exist_ok=True)
+    (done / name).write_text(text)
+  pending = gpu / "B" / "cells" / "s" / "m" / "seed_1"
+  pending.mkdir(parents=True)
+  (pending / "cell.json").write_text("{}")
+  env = dict(os.environ, CSL_JAX_GPU_DIR=str(gpu),
+             CSL_JAX_GPU_RESULTS=str(kept))
+  script = os.path.join(ROOT, "scripts", "keep_gpu_results.sh")
+  out = subprocess.run(["bash", script, "B"], env=env, capture_output=True,
+                       text=True, check=True)
+  assert "1 finished cell(s)" in out.stdout
+  files = sorted(str(p.relative_to(kept)) for p in kept.rglob("*")
+                 if p.is_file())
+  assert files == ["B/cells/s/m/seed_0/outputs.json",
+                   "B/cells/s/m/seed_0/outputs.npz",
+                   "B/cells/s/m/seed_0/train/selection.json"]
+  missing = subprocess.run(["bash", script, "C"], env=env,
+                           capture_output=True, text=True)
+  assert missing.returncode == 2
+  assert "no such directory" in missing.stderr.strip()
