@@ -358,3 +358,101 @@ def test_newcomer_mistakes_are_one_line_errors(tmp_path, capsys, monkeypatch):
   err = capsys.readouterr().err.strip().splitlines()
   assert err == ["csl-jax: interrupted; the same command resumes where it "
                  "stopped"]
+
+
+def test_flags_a_dataset_does_not_use_are_refused(tmp_path, capsys, caplog):
+  """A --split for a dataset of one split, or a --data_dir for one that is
+  generated, is one line and exit 2 before any work, not silently
+  dropped; a gin file's augment.split written for another dataset stays
+  moot (tests/test_augment.py runs SCAN's gin file on a tsv copy)."""
+  data = tmp_path / "d"
+  data.mkdir()
+  (data / "train.tsv").write_text("walk\tW\n")
+  for argv, text in [
+      (["augment", "--dataset", "cogs", "--split", "test", "--data_dir",
+        str(data)], "cogs has one split (gen): --split 'test' is not used"),
+      (["augment", "--dataset", "tsv", "--split", "toy", "--data_dir",
+        str(data)], "tsv has one split: --split 'toy' is not used"),
+      (["augment", "--gin.augment.dataset='tsv'", "--split", "toy",
+        "--data_dir", str(data)], "tsv has one split: --split 'toy'"),
+      (["augment", "--dataset", "scan", "--data_dir", str(data)],
+       f"{data}: scan is generated here and does not read --data_dir"),
+      (["prepare", "scan", "--data_dir", str(data)],
+       f"{data}: scan is generated here and does not read --data_dir")]:
+    out = tmp_path / "o"
+    assert cli.main(argv + ["--out", str(out)]) == 2, argv
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and text in lines[0], lines
+    assert not (out / "summary.json").exists()
+  # SCAN from local files reads it.
+  (data / "train.tsv").write_text("walk\tI_WALK\n")
+  (data / "test.tsv").write_text("run\tI_RUN\n")
+  assert cli.main(["prepare", "scan", "--source", "local", "--data_dir",
+                   str(data), "--out", str(tmp_path / "p")]) == 0
+  # A tsv part the dataset does not read is said, naming the file.
+  (data / "validation.tsv").write_text("run\tR\n")
+  from csl_jax.data import registry  # pylint: disable=g-import-not-at-top
+  (tmp_path / "t").mkdir()
+  caplog.clear()
+  registry.prepare(str(tmp_path / "t"), "tsv", data_dir=str(data))
+  assert any(f"{data / 'validation.tsv'}: not read" in r.getMessage()
+             for r in caplog.records)
+
+
+def test_gin_errors_name_the_file_or_the_binding(tmp_path, capsys):
+  """An unclosed bracket names the gin file (or the file it includes) and
+  line; in a binding it says so; an experiment without its required
+  bindings names them, how to set them and the gin files read."""
+  bad = tmp_path / "bad.gin"
+  bad.write_text("X = 3\nY = [1,\n")
+  top = tmp_path / "top.gin"
+  top.write_text(f"include '{bad}'\n")
+  for flag, text in [
+      (f"--gin_file={bad}", f"{bad}:3: gin configuration: EOF in "
+       "multi-line statement"),
+      (f"--gin_file={top}", f"{bad}:3: gin configuration: EOF in "
+       "multi-line statement"),
+      ("--gin.induce.max_nts=[1,", "gin configuration: EOF in multi-line "
+       "statement in a --gin. binding")]:
+    assert cli.main(["prepare", "scan", "--out", str(tmp_path / "x"),
+                     flag]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and text in lines[0], lines
+  assert cli.main(["experiment", "--out", str(tmp_path / "e")]) == 2
+  lines = capsys.readouterr().err.strip().splitlines()
+  assert lines[-1] == (
+      "csl-jax: error: gin configuration: experiment.dataset, "
+      "experiment.splits not set (an experiment's gin file sets them, e.g. "
+      "--gin_file=gin/experiments/scan_addprim_jump.gin; gin files read: "
+      "none)"), lines
+  assert cli.main(["experiment", "--out", str(tmp_path / "e"),
+                   "--gin_file=gin/experiments/geoquery_template_1.gin"]) == 2
+  lines = capsys.readouterr().err.strip().splitlines()
+  assert lines[-1] == (
+      "csl-jax: error: gin configuration: experiment.data_dir not set "
+      "(--gin.experiment.data_dir=\"'DIR'\"; gin files read: "
+      "gin/experiments/geoquery_template_1.gin)"), lines
+
+
+@pytest.mark.parametrize("argv", [[name] for name in cli.SUBCOMMANDS] +
+                         [["prepare", "scan"], ["prepare", "cogs"]])
+def test_every_stage_help_names_the_gin_flags(argv, capsys):
+  with pytest.raises(SystemExit) as e:
+    cli.main(argv + ["--help"])
+  assert e.value.code == 0
+  out = " ".join(capsys.readouterr().out.split())
+  assert "--gin_file=F" in out and "--gin.NAME=VALUE" in out, out
+
+
+def test_coverage_names_the_file_line_after_skipped_lines(tmp_path, capsys):
+  """With --skip_malformed, an example over the length bound is named by
+  its line in the file, not by its number among the examples kept."""
+  data = tmp_path / "d.tsv"
+  data.write_text("jump\tI_JUMP\nno tab here\nalso none\n"
+                  "walk walk walk walk\tI_WALK\n")
+  code = cli.main(["coverage", "--grammar", FIXTURE, "--data", str(data),
+                   "--skip_malformed", "--max_source_len", "3", "--out",
+                   str(tmp_path / "o")])
+  assert code == 2
+  err = capsys.readouterr().err.strip().splitlines()
+  assert len(err) == 1 and f"{data}:4: input has 4 tokens" in err[0], err

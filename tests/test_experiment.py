@@ -624,7 +624,7 @@ def test_bad_dev_is_an_input_error(tiny, toy_data, tmp_path, kw, message):  # py
 # ---- bad gin: one line, exit 2 --------------------------------------------
 
 @pytest.mark.parametrize("text,message", [
-    ("experiment.splits = ['addprim_jump']\n", "Required bindings"),
+    ("experiment.splits = ['addprim_jump']\n", "experiment.dataset not set"),
     ("experiment.dataset = 'scan'\nexperiment.splits = ['nope']\n",
      "unknown scan split 'nope'"),
     ("experiment.dataset = 'scan'\nexperiment.splits = ['length']\n"

@@ -82,8 +82,9 @@ class ForestBatch:
 
 
 def _check_lengths(pairs, max_source_len, max_target_len, skip_too_long,
-                   source):
-  """Returns indices of pairs within the bounds; errors otherwise."""
+                   source, lines=None):
+  """Returns indices of pairs within the bounds; errors otherwise, naming
+  `source` and the pair's line (`lines[i]`, else its 1-based number)."""
   keep = []
   for idx, (x, y) in enumerate(pairs):
     reason = ""
@@ -96,7 +97,8 @@ def _check_lengths(pairs, max_source_len, max_target_len, skip_too_long,
     if reason:
       if not skip_too_long:
         raise InputError(reason + " (raise the bound or skip such "
-                         "examples)", source, idx + 1)
+                         "examples)", source,
+                         lines[idx] if lines is not None else idx + 1)
       continue
     keep.append(idx)
   return keep
@@ -139,15 +141,17 @@ def derivable(grammar: QCFGArrays, pairs: Iterable,
               max_source_len: int = DEFAULT_MAX_SOURCE_LEN,
               max_target_len: int = DEFAULT_MAX_TARGET_LEN,
               skip_too_long: bool = False,
-              source: Optional[str] = None) -> np.ndarray:
+              source: Optional[str] = None,
+              lines: Optional[Sequence[int]] = None) -> np.ndarray:
   """Whether each (input, output) pair (strings or token lists) is derivable.
 
   Pairs over the length bounds raise InputError naming `source` and the
-  1-based example number, or with `skip_too_long` count as not derivable.
+  pair's line in it (`lines`, e.g. `tsv.ReadStats.lines`; else the 1-based
+  example number), or with `skip_too_long` count as not derivable.
   """
   pairs = _tokenize(pairs)
   keep = _check_lengths(pairs, max_source_len, max_target_len, skip_too_long,
-                        source)
+                        source, lines)
   out = np.zeros(len(pairs), np.bool_)
   if keep:
     out[keep] = derivable_masked(grammar, [pairs[i] for i in keep],

@@ -5,6 +5,7 @@ import sys
 from typing import List
 
 from absl import logging
+import gin
 
 from csl_jax.cli import stage
 from csl_jax.data import registry as data_registry
@@ -55,6 +56,8 @@ def main(args: argparse.Namespace) -> int:
   from csl_jax.errors import Pending
   from csl_jax.pipeline import augment as pipeline
   # pylint: enable=g-import-not-at-top
+  if args.split is not None:
+    data_registry.get(_dataset(args)).check_split_flag(args.split)
   try:
     summary = pipeline.augment(args.out, **stage.given(
         args, "dataset", "split", "data_dir", "methods", "select",
@@ -67,6 +70,16 @@ def main(args: argparse.Namespace) -> int:
   print(f"csl-jax augment: done; the report is {summary['report']} "
         "(and report.md beside it)")
   return 0
+
+
+def _dataset(args: argparse.Namespace) -> str:
+  """The dataset the run prepares: the flag, else gin's, else SCAN."""
+  if args.dataset:
+    return args.dataset
+  try:
+    return gin.query_parameter("augment.dataset")
+  except ValueError:  # not bound
+    return "scan"
 
 
 def register_configurables() -> None:

@@ -16,7 +16,7 @@ def add_parser(subparsers) -> None:
 
 def main(args: argparse.Namespace) -> int:
   from csl_jax.experiments import runner  # pylint: disable=g-import-not-at-top
-  runner.run(args.out)
+  runner.run(args.out, gin_files=getattr(args, "gin_files", ()))
   return 0
 
 

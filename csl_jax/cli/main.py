@@ -7,6 +7,7 @@ Configuration is T5X style: `--gin_file=F` (repeatable) and
 import argparse
 import gc
 import os
+import re
 import sys
 import tokenize
 from typing import List, Optional
@@ -91,7 +92,23 @@ def build_parser() -> argparse.ArgumentParser:
   subparsers = parser.add_subparsers(dest="subcommand", required=True)
   for module in dict.fromkeys(SUBCOMMANDS.values()):
     module.add_parser(subparsers)
+  _say_gin_flags(subparsers)
   return parser
+
+
+GIN_FLAGS = ("Configuration (read before the flags above, which win): "
+             "--gin_file=F (repeatable; a file may include others) and "
+             "--gin.NAME=VALUE, e.g. --gin.InductionConfig.max_nts=3.")
+
+
+def _say_gin_flags(subparsers) -> None:
+  """Each stage's --help names the gin flags, which argparse never sees
+  (`_split_gin_flags` takes them out first)."""
+  for sub in dict.fromkeys(subparsers.choices.values()):
+    sub.epilog = f"{sub.epilog} {GIN_FLAGS}" if sub.epilog else GIN_FLAGS
+    for action in sub._actions:  # pylint: disable=protected-access
+      if isinstance(action, argparse._SubParsersAction):  # pylint: disable=protected-access
+        _say_gin_flags(action)
 
 
 def _check_out(path: str) -> None:
@@ -125,9 +142,42 @@ def configure_gin(module, args: argparse.Namespace, files: List[str],
       logging.info("gin: %s first (the dataset's settings for the "
                    "methods; your gin files and bindings override them)",
                    ", ".join(defaults))
-  except (IOError, ValueError, SyntaxError, tokenize.TokenError) as e:
-    # TokenError: an unclosed bracket in a binding or a gin file.
+  except tokenize.TokenError as e:  # an unclosed bracket or string
+    raise InputError(_token_error(e, files)) from None
+  except (IOError, ValueError, SyntaxError) as e:
     raise InputError(f"gin configuration: {_one_line(str(e))}") from None
+
+
+def _token_error(error: tokenize.TokenError, files: List[str]) -> str:
+  """Gin's tokenizer error (`('EOF in multi-line statement', (2, 0))`)
+  names no file: find the gin file (or a file it includes) that does not
+  tokenize, else it is a binding."""
+  what = str(error.args[0] if error.args else error)
+  # From an included file gin wraps it: "('EOF in ...', (2, 0))\n  In file".
+  inner = re.search(r"\('([^']*)', \(\d+, \d+\)\)", what)
+  what = inner.group(1) if inner else _one_line(what)
+  seen = set()
+  todo = list(files)
+  while todo:
+    name = todo.pop(0)
+    path = next((os.path.join(root, name) for root in
+                 ("", os.getcwd(), gin_defaults.REPO_ROOT)
+                 if os.path.isfile(os.path.join(root, name))), None)
+    if path is None or path in seen:
+      continue
+    seen.add(path)
+    with open(path, encoding="utf-8", errors="replace") as f:
+      text = f.read()
+    try:
+      for _ in tokenize.generate_tokens(iter(text.splitlines(True)).__next__):
+        pass
+    except tokenize.TokenError as e:
+      line = e.args[1][0] if len(e.args) > 1 else "?"
+      return (f"{path}:{line}: gin configuration: {what} (a bracket or "
+              "string left open above)")
+    todo += re.findall(r"^include\s+['\"]([^'\"]+)['\"]", text, re.M)
+  return (f"gin configuration: {what} in a --gin. binding (a bracket or "
+          "string left open)")
 
 
 def _one_line(message: str) -> str:
@@ -150,6 +200,7 @@ def main(argv: Optional[List[str]] = None, *,
   try:
     files, bindings, rest = _split_gin_flags(argv)
     args = build_parser().parse_args(rest)
+    args.gin_files = files  # for errors that name them
     stage.check_pipeline_args(args)
     module = SUBCOMMANDS[args.subcommand]
     compile_cache.enable()

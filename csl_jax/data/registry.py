@@ -12,6 +12,7 @@ import glob
 import os
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
+from absl import logging
 import gin
 
 from csl_jax.data import cogs
@@ -38,6 +39,8 @@ class Dataset:
     output_cfg: the programs' CFG, a path relative to the `tasks` package
       (see `csl_jax.assets`), or None.
     eval_part: the part the CSL parser is scored on in the report.
+    reads_data_dir: options -> whether `load` reads data_dir (SCAN only
+      from TFDS or local files); None: whenever it is given.
   """
   name: str
   splits: Sequence[str]
@@ -47,11 +50,36 @@ class Dataset:
   source_files: Callable[[str, Optional[str], Mapping[str, Any]], List[str]]
   output_cfg: Optional[str] = None
   eval_part: str = "test"
+  reads_data_dir: Optional[Callable[[Mapping[str, Any]], bool]] = None
 
   def check_split(self, split: str) -> None:
     if self.splits and split not in self.splits:
       raise InputError(f"unknown {self.name} split {split!r}; valid: "
                        f"{', '.join(self.splits)}")
+
+  def check_split_flag(self, split: str) -> None:
+    """A `--split` the user typed for a dataset of one split is an error,
+    not silently dropped (a gin file's `augment.split`, written for
+    another dataset, is moot: `resolve`)."""
+    if not self.splits and split != self.default_split:
+      one = f" ({self.default_split})" if self.default_split else ""
+      raise InputError(f"{self.name} has one split{one}: --split "
+                       f"{split!r} is not used (leave it out)")
+
+  def resolve(self, split: Optional[str], data_dir: Optional[str],
+              options: Mapping[str, Any]) -> str:
+    """The split to prepare (a dataset of one split has it whatever
+    `split` says); a data directory the dataset would not read is an
+    error, not silently dropped."""
+    if self.splits:
+      split = split or self.default_split
+      self.check_split(split)
+    else:
+      split = self.default_split
+    if data_dir and self.reads_data_dir and not self.reads_data_dir(options):
+      raise InputError(f"{self.name} is generated here and does not read "
+                       "--data_dir (leave it out)", data_dir)
+    return split
 
 
 _DATASETS: Dict[str, Dataset] = {}
@@ -78,11 +106,8 @@ def prepare(out_dir: str, dataset: str, split: Optional[str] = None,
             options: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
   """Writes `<out_dir>/<part>.tsv` for every part; returns the summary."""
   spec = get(dataset)
-  # A dataset without named splits has one; a split from gin is moot.
-  split = (split or spec.default_split) if spec.splits else \
-      spec.default_split
-  spec.check_split(split)
   options = dict(options or {})
+  split = spec.resolve(split, data_dir, options)
   if spec.needs_data_dir:
     if not data_dir:
       raise InputError(f"{dataset} needs --data_dir (the directory of its "
@@ -136,7 +161,9 @@ def _scan_sources(split, data_dir, options) -> List[str]:
 
 
 add(Dataset("scan", scan.SPLITS, "addprim_jump", False, _scan_load,
-            _scan_sources, output_cfg="tasks/scan/actions.cfg"))
+            _scan_sources, output_cfg="tasks/scan/actions.cfg",
+            reads_data_dir=lambda options: options.get(
+                "source", "generate") != "generate"))
 
 
 # ---- SCAN*: generated (Zhou et al. 2023 App. A.2) ---------------------------
@@ -157,7 +184,8 @@ def _scan_star_load(split, data_dir, options) -> Parts:
 
 
 add(Dataset("scan_star", scan_star.SPLITS, "length", False, _scan_star_load,
-            lambda split, data_dir, options: []))
+            lambda split, data_dir, options: [],
+            reads_data_dir=lambda options: False))
 
 
 # ---- COGS: its TSVs (2 or 3 columns), optionally variable-free --------------
@@ -217,6 +245,11 @@ def _tsv_load(split, data_dir, options) -> Parts:
   del split, options
   if not os.path.isfile(os.path.join(data_dir, "train.tsv")):
     raise InputError("no train.tsv", data_dir)
+  other = sorted(set(glob.glob(os.path.join(data_dir, "*.tsv"))) -
+                 {os.path.join(data_dir, f"{p}.tsv") for p in TSV_PARTS})
+  for path in other:  # said, not silently dropped
+    logging.warning("%s: not read (the tsv dataset's parts are %s.tsv)",
+                    path, ", ".join(TSV_PARTS))
   return {p: tsv.read_tsv(os.path.join(data_dir, f"{p}.tsv"))
           for p in TSV_PARTS
           if os.path.isfile(os.path.join(data_dir, f"{p}.tsv"))}

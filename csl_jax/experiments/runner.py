@@ -24,6 +24,7 @@ trainer's checkpoints.
 
 import dataclasses
 import os
+import re
 import shutil
 import sys
 import time
@@ -864,6 +865,23 @@ def experiment(out_dir: str,
           "plots": plots}
 
 
+def _unset_message(error: str, gin_files: Sequence[str]) -> str:
+  """Gin's two-line "Required bindings for `X` not provided" as one line:
+  which experiment.* bindings are unset, how to set them, and which gin
+  files were read (none: name an experiment's file)."""
+  found = re.search(r"not provided in config: \[([^\]]*)\]", error)
+  names = re.findall(r"'(\w+)'", found.group(1)) if found else []
+  unset = ", ".join(f"experiment.{n}" for n in names) or "a binding"
+  if names == ["data_dir"]:
+    how = "--gin.experiment.data_dir=\"'DIR'\""
+  else:
+    how = "an experiment's gin file sets them, e.g. " \
+          "--gin_file=gin/experiments/scan_addprim_jump.gin"
+  files = ", ".join(gin_files) if gin_files else "none"
+  return (f"gin configuration: {unset} not set ({how}; gin files read: "
+          f"{files})")
+
+
 def _train_arrays_here(arguments: Dict[str, Any]) -> Dict[str, Any]:
   """`experiment(**arguments)` (exporting to `arguments["bundle"]`) with the
   bundle's rounds run here: export, `run-bundle`, rerun, until nothing
@@ -879,15 +897,14 @@ def _train_arrays_here(arguments: Dict[str, Any]) -> Dict[str, Any]:
   raise RuntimeError(f"{box}: jobs still wait after 3 rounds")
 
 
-def run(out_dir: str) -> Dict[str, Any]:
+def run(out_dir: str, gin_files: Sequence[str] = ()) -> Dict[str, Any]:
   """`experiment(out_dir)` with its gin bindings; a binding the config must
-  set but does not is an InputError."""
+  set but does not is an InputError naming it and the gin files given."""
   try:
     return experiment(out_dir)
   except RuntimeError as e:
     if "Required bindings" in str(e):
-      raise InputError(f"gin configuration: {e} (set them in the "
-                       "experiment's gin file)") from None
+      raise InputError(_unset_message(str(e), gin_files)) from None
     raise
   except TypeError as e:
     if "experiment" in str(e) and "argument" in str(e):

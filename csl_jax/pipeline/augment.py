@@ -46,10 +46,7 @@ def _publish(src: str, dst: str) -> None:
 def prepare_stage(dataset: str, split: Optional[str], data_dir: Optional[str],
                   options: Mapping[str, Any]) -> method_base.Stage:
   spec = data_registry.get(dataset)
-  # A dataset without named splits has one; a split from gin is moot.
-  split = (split or spec.default_split) if spec.splits else \
-      spec.default_split
-  spec.check_split(split)
+  split = spec.resolve(split, data_dir, options)
   if spec.needs_data_dir and not data_dir:
     raise InputError(f"augment of {dataset} needs --data_dir (or "
                      "--gin.augment.data_dir=\"'DIR'\")")

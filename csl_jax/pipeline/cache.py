@@ -22,7 +22,7 @@ from typing import Any, Dict, Mapping, Sequence
 from absl import logging
 
 from csl_jax.errors import InputError
-from csl_jax.files import atomic_write_json, read_json
+from csl_jax.files import atomic_write_json, file_sha256, read_json
 from csl_jax.methods.base import Stage
 
 KEY_FILE = "stage_key.json"
@@ -30,15 +30,11 @@ SUMMARY_FILE = "summary.json"
 
 
 def file_hash(path: str) -> str:
-  """sha256 of a file's bytes."""
-  h = hashlib.sha256()
+  """sha256 of a stage input's bytes; an unreadable one is an InputError."""
   try:
-    with open(path, "rb") as f:
-      for block in iter(lambda: f.read(1 << 20), b""):
-        h.update(block)
+    return file_sha256(path)
   except (FileNotFoundError, IsADirectoryError, PermissionError) as e:
     raise InputError(f"cannot read stage input ({e.strerror})", path) from None
-  return h.hexdigest()
 
 
 def _canonical(config: Mapping[str, Any]) -> str:

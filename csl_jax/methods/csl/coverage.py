@@ -33,7 +33,8 @@ def coverage(out_dir: str, grammar: str, data: str,
   stats = tsv.ReadStats()
   examples = tsv.read_tsv(data, skip_malformed=skip_malformed, stats=stats)
   derived = forest.derivable(encoded, examples, max_source_len,
-                             max_target_len, skip_too_long, source=data)
+                             max_target_len, skip_too_long, source=data,
+                             lines=stats.lines)
   too_long = [i for i, (x, y) in enumerate(examples)
               if len(x.split()) > max_source_len
               or len(y.split()) > max_target_len]

@@ -1,7 +1,6 @@
 """CSL grammar induction: a QCFG from training pairs (`csl-jax induce`)."""
 
 import dataclasses
-import hashlib
 import os
 import resource
 from typing import Any, Dict, List, Optional, Sequence
@@ -14,6 +13,7 @@ from csl_jax import configs
 from csl_jax.cky import forest
 from csl_jax.data import tsv
 from csl_jax.errors import InputError
+from csl_jax.files import file_sha256
 from csl_jax.induction import seed_rules as seed_lib
 from csl_jax.induction.search import InductionConfig, Inducer, StepRecord
 from csl_jax.qcfg.output_cfg import OutputCFG, load_output_cfg
@@ -36,11 +36,6 @@ def target_checker(cfg: OutputCFG):
     return found
 
   return ok
-
-
-def _file_sha256(path: str) -> str:
-  with open(path, "rb") as f:
-    return hashlib.sha256(f.read()).hexdigest()
 
 
 @gin.configurable(module="induce")
@@ -95,7 +90,7 @@ def induce(out_dir: str, train: str, seed_rules: Optional[str] = None,
   checker = target_checker(cfg) if cfg else None
   # The state file is keyed on the output CFG's text: another CFG allows
   # other rules (search.Inducer.fingerprint).
-  checker_key = _file_sha256(output_cfg) if cfg else None
+  checker_key = file_sha256(output_cfg) if cfg else None
   os.makedirs(out_dir, exist_ok=True)
   inducer = Inducer(pairs, config, seeds, checker, checker_key)
   bar = progress(desc="induction steps", unit="step", mininterval=1.0)
