@@ -227,7 +227,17 @@ def main(argv: Optional[List[str]] = None, *,
 
 
 def run() -> None:
-  sys.exit(main(freeze_imports=True))
+  code = main(freeze_imports=True)
+  if code == 130:
+    # Ctrl-C can land while native threads run (XLA's, orbax's async save);
+    # the interpreter's teardown beside them once ended in a glibc abort.
+    # Nothing is left to write: checkpoints are atomic and the rerun
+    # resumes from the last one (a cut save's temporary directory is
+    # removed then).
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)  # pylint: disable=protected-access
+  sys.exit(code)
 
 
 if __name__ == "__main__":
