@@ -871,9 +871,12 @@ def _unset_message(error: str, gin_files: Sequence[str]) -> str:
   files were read (none: name an experiment's file)."""
   found = re.search(r"not provided in config: \[([^\]]*)\]", error)
   names = re.findall(r"'(\w+)'", found.group(1)) if found else []
-  unset = ", ".join(f"experiment.{n}" for n in names) or "a binding"
+  # Gin names the configurable called on its second line.
+  called = re.search(r"In call to configurable '([\w.]+)'", error)
+  owner = called.group(1) if called else "experiment"
+  unset = ", ".join(f"{owner}.{n}" for n in names) or "a binding"
   if names == ["data_dir"]:
-    how = "--gin.experiment.data_dir=\"'DIR'\""
+    how = f"--gin.{owner}.data_dir=\"'DIR'\""
   else:
     how = "an experiment's gin file sets them, e.g. " \
           "--gin_file=gin/experiments/scan_addprim_jump.gin"
