@@ -166,3 +166,69 @@ def test_intersected_sampling_is_the_model_conditioned_on_valid_outputs():
     q /= total
     sd = math.sqrt(n * q * (1 - q)) + 1
     assert abs(counts.get(pair, 0) - n * q) < 5 * sd, pair
+
+
+@pytest.mark.parametrize("rules_text,cfg_text,want", [
+    # Every draw can complete: local and exact agree (1/2, 1/4, 1/4).
+    ("NT_1 please ### NT_1", "Q -> W\n",
+     {"walk": 0.5, "walk please": 0.25, "walk please please": 0.25}),
+    # By hand: at the root `walk` (p 1/2) and `NT_1 please` (p 1/2, two
+    # tuples, (A,) and (B,), each able to complete); the child of either
+    # can only be `walk` (`W X X` is no output): 1/2, 1/2, where the exact
+    # sampler gives 2/3, 1/3 (above).
+    ("NT_1 please ### NT_1 X", "Q -> W | A X | B X\nA -> W\nB -> W\n",
+     {"walk": 0.5, "walk please": 0.5}),
+])
+def test_local_intersected_sampling_by_hand(rules_text, cfg_text, want):
+  from csl_jax.qcfg.rules import parse_rules  # pylint: disable=g-import-not-at-top
+  rules = parse_rules(f"walk ### W\n{rules_text}\n")
+  model = random_model(rules, seed=0, num_states=1, max_nts=1)
+  config = sampler.SampleConfig(temperature=math.inf, max_depth=3, seed=1,
+                                intersect_mode="local")
+  n = 20_000
+  got = sampler.sample(model, n, config, output_cfg=parse_output_cfg(
+      cfg_text))
+  assert got.stats["intersect_mode"] == "local"
+  assert got.stats["annotation_drop_rate"] == 0.0
+  counts = {}
+  for x, _ in got.pairs:
+    counts[x] = counts.get(x, 0) + 1
+  assert set(counts) == set(want)
+  for x, q in want.items():
+    sd = math.sqrt(n * q * (1 - q))
+    assert abs(counts[x] - n * q) < 5 * sd, (x, counts)
+
+
+@pytest.mark.parametrize("seed", [5, 7])
+def test_local_intersected_sampling_matches_its_twin(seed):
+  from csl_jax.sampling.intersection import target_options  # pylint: disable=g-import-not-at-top
+  from csl_jax.sampling.sample_reference import local_distribution  # pylint: disable=g-import-not-at-top
+  model = _model(seed)
+  config = sampler.SampleConfig(max_depth=3, seed=3, depth_bias=1.0,
+                                intersect_mode="local")
+  p, _ = sampler.rule_distributions(model, config)
+  want = local_distribution(
+      RULES, p, model.ctx_index,
+      [target_options(CFG, rule.target) for rule in RULES], CFG.start, 3)
+  assert sum(want.values()) == pytest.approx(1.0)
+  n = 30_000
+  got = sampler.sample(model, n, config, output_cfg=CFG)
+  assert got.stats["num_attempts"] == n and got.stats["num_samples"] == n
+  counts = {}
+  for pair in got.pairs:
+    counts[pair] = counts.get(pair, 0) + 1
+  assert set(counts) <= set(want)
+  for pair, q in want.items():
+    sd = math.sqrt(n * q * (1 - q)) + 1
+    assert abs(counts.get(pair, 0) - n * q) < 5 * sd, pair
+  # Not the exact sampler's distribution on this model (or the test could
+  # not tell them apart).
+  exact = sampler.sample(model, n, sampler.SampleConfig(
+      max_depth=3, seed=3, depth_bias=1.0), output_cfg=CFG)
+  assert exact.pairs != got.pairs
+
+
+def test_intersect_mode_is_checked():
+  from csl_jax.errors import InputError  # pylint: disable=g-import-not-at-top
+  with pytest.raises(InputError, match="intersect_mode"):
+    sampler.SampleConfig(intersect_mode="loose")

@@ -11,6 +11,9 @@ import numpy as np
 from csl_jax.errors import InputError
 
 
+INTERSECT_MODES = ("exact", "local")
+
+
 @gin.configurable
 @dataclasses.dataclass(frozen=True)
 class SampleConfig:
@@ -25,6 +28,12 @@ class SampleConfig:
   seed: int = 0
   chunk: int = 50_000
   intersect: bool = True  # with an output CFG: intersect, else reject
+  # How an intersected derivation is drawn (`intersection`): "exact", the
+  # model conditioned on a derivation the output CFG annotates; "local",
+  # as the authors' release samples: each node draws among the rules that
+  # can give its category, in proportion to p(r | c), without weighing
+  # what their subtrees can complete to.
+  intersect_mode: str = "exact"
 
   def __post_init__(self):
     self.validate()
@@ -58,6 +67,8 @@ class SampleConfig:
     for name in ("dedup", "intersect"):
       if not isinstance(getattr(self, name), (bool, np.bool_)):
         bad(name, "True or False")
+    if self.intersect_mode not in INTERSECT_MODES:
+      bad("intersect_mode", " or ".join(repr(m) for m in INTERSECT_MODES))
 
 
 # Typed placeholders for the intersection arrays when sampling without it.

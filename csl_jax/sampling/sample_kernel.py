@@ -118,10 +118,14 @@ def _expand_plain(cdf, leaf_cdf, ctx_index, num_nts, max_depth, max_nodes,
 @numba.njit(cache=True)
 def expand_with_categories(p, ctx_index, opt_off, opt_rule,
                            opt_child, z, start, max_depth, max_nodes,
-                           node_rule, node_child):
+                           node_rule, node_child, local=False):
   """One derivation top-down, each node drawing (rule, child categories) in
-  proportion to p(r | c) prod_i z[d + 1, ctx_i, B_i]. Returns (number of
-  nodes, deepest level), or (-1, 0) if no valid output exists / max_nodes."""
+  proportion to p(r | c) prod_i z[d + 1, ctx_i, B_i]; with `local`, a rule
+  whose categories can complete at all (some z > 0) in proportion to
+  p(r | c), then one of its complete-able child-category tuples uniformly
+  (the options of a rule under a category are consecutive). Returns
+  (number of nodes, deepest level), or (-1, 0) if no valid output exists /
+  max_nodes."""
   node_ctx = np.empty(max_nodes, np.int32)
   node_cat = np.empty(max_nodes, np.int32)
   node_depth = np.empty(max_nodes, np.int32)
@@ -150,8 +154,25 @@ def expand_with_categories(p, ctx_index, opt_off, opt_rule,
         if b < 0 or w == 0.0:
           break
         w *= z[d + 1, ctx_index[r, i], b]
+      if local and w > 0.0:
+        w = p[c, r]
       weights[o - lo] = w
       total += w
+    if local:  # a rule's p(r | c) shared by its options that can complete
+      total = 0.0
+      o = lo
+      while o < hi:
+        end = o
+        n = 0
+        while end < hi and opt_rule[end] == opt_rule[o]:
+          if weights[end - lo] > 0.0:
+            n += 1
+          end += 1
+        for k in range(o, end):
+          if weights[k - lo] > 0.0:
+            weights[k - lo] /= n
+            total += weights[k - lo]
+        o = end
     if total <= 0.0:
       return -1, 0
     u = np.random.random() * total
@@ -209,12 +230,14 @@ def annotations(count, node_rule, node_child, rule_opt_off, rule_opt,
 def sample_batch(num, seed, intersected, cdf, leaf_cdf, num_nts, p,
                  opt_off, opt_rule, opt_child, z, start, rule_opt_off,
                  rule_opt, opt_parent, ctx_index, src_sym,
-                 src_len, tgt_sym, tgt_len, max_depth, max_nodes, max_len):
+                 src_len, tgt_sym, tgt_len, max_depth, max_nodes, max_len,
+                 local=False):
   """Samples `num` derivations from the ROOT context: with p(r | context)
   (cdf, leaf_cdf, num_nts), or, if `intersected`, with output-CFG
   categories (p, opt_*, z, start, rule_opt*, opt_parent; see
   `intersection`), a derivation with m annotations kept with probability
-  1 / m.
+  1 / m; with `local` too, drawn as `expand_with_categories` says and
+  kept (a local draw is not the conditioned model: nothing to correct).
 
   Returns (ok [num], src tokens flat, src offsets [num+1], tgt tokens flat,
   tgt offsets [num+1], depth [num], num_nodes [num], number dropped for
@@ -246,8 +269,8 @@ def sample_batch(num, seed, intersected, cdf, leaf_cdf, num_nts, p,
     if intersected:
       count, deepest = expand_with_categories(
           p, ctx_index, opt_off, opt_rule, opt_child, z, start, max_depth,
-          max_nodes, node_rule, node_child)
-      if count > 0:
+          max_nodes, node_rule, node_child, local)
+      if count > 0 and not local:
         annotations(count, node_rule, node_child, rule_opt_off, rule_opt,
                     opt_parent, opt_child, m)
         if np.random.random() * m[0, start] >= 1.0:  # drawn m times

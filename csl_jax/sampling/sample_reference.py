@@ -1,8 +1,10 @@
 """Pure-Python twin of `sample_kernel`: the exact distribution of sampled
-(input, output) pairs, by enumerating derivations up to the depth limit."""
+(input, output) pairs, by enumerating derivations up to the depth limit
+(`pair_distribution`: the plain sampler; `local_distribution`: the
+intersected sampler's local mode)."""
 
 import collections
-from typing import Dict, Tuple
+from typing import Dict, List, Tuple
 
 import numpy as np
 
@@ -39,4 +41,54 @@ def pair_distribution(rules, p, leaf, ctx_index, max_depth: int
     return out
 
   dist = expand(0, 1)
+  return {(" ".join(x), " ".join(y)): q for (x, y), q in dist.items()}
+
+
+def _spell(rule, binding):
+  x = tuple(t for s in rule.source for t in (
+      binding[nt_index(s)][0] if nt_index(s) else (s,)))
+  y = tuple(t for s in rule.target for t in (
+      binding[nt_index(s)][1] if nt_index(s) else (s,)))
+  return x, y
+
+
+def local_distribution(rules, p, ctx_index, options: Dict[str, List[tuple]],
+                       start: str, max_depth: int
+                       ) -> Dict[Tuple[str, str], float]:
+  """P(x, y) of the intersected sampler's local mode: a node of category A
+  in context c at depth d draws among the rules r with a child-category
+  tuple (`options[r][A]`, e.g. `intersection.target_options`) whose
+  children can all complete within the depth limit, with p[c, r]
+  renormalized over them, then one such tuple uniformly; at d >=
+  max_depth only NT-free rules."""
+
+  def can_finish(ctx, cat, depth):
+    return any(True for _ in choices(ctx, cat, depth))
+
+  def choices(ctx, cat, depth):
+    for r, rule in enumerate(rules):
+      if p[ctx, r] <= 0 or (depth >= max_depth and rule.num_nts):
+        continue
+      good = [t for t in options[r].get(cat, [])
+              if all(can_finish(ctx_index[r, i], b, depth + 1)
+                     for i, b in enumerate(t))]
+      if good:
+        yield r, good
+
+  def expand(ctx, cat, depth):
+    picks = list(choices(ctx, cat, depth))
+    total = sum(p[ctx, r] for r, _ in picks)
+    out = collections.Counter()
+    for r, tuples in picks:
+      for t in tuples:
+        partial = [({}, p[ctx, r] / total / len(tuples))]
+        for i, b in enumerate(t):
+          kid = expand(ctx_index[r, i], b, depth + 1)
+          partial = [({**bind, i + 1: pair}, q * w) for bind, q in partial
+                     for pair, w in kid.items()]
+        for binding, q in partial:
+          out[_spell(rules[r], binding)] += q
+    return out
+
+  dist = expand(0, start, 1)
   return {(" ".join(x), " ".join(y)): q for (x, y), q in dist.items()}

@@ -4,8 +4,12 @@ p(r | s) is re-tempered, p(r | s) ~ exp(theta_{s,r} / T + delta [r has more
 than `depth_bias_min_nts` NTs]) (T = inf: uniform over rules, plus the
 bias), mixed with p(s | context) as in the model. With an output CFG the
 QCFG is intersected with it (`intersection`): derivations are drawn from
-the model conditioned on a valid output, without rejection. With
-`intersect=False`, samples the CFG rejects are dropped and counted instead.
+the model conditioned on a derivation the CFG annotates (each NT's output
+of an output-CFG category), without rejection; `intersect_mode="local"`
+draws as the authors' release does (`sample_kernel.expand_with_categories`:
+no weighing of what a rule's subtrees can complete to; BENCHMARKS, Issue
+17, "Which intersected sampler"). With `intersect=False`, samples the CFG
+rejects are dropped and counted instead.
 Attempts are capped at `max_attempts_factor` x the number asked for, so
 sampling always ends; when that leaves fewer samples than asked (e.g.
 `dedup` on a small grammar), the stats say so (`num_short`) and a warning is
@@ -132,7 +136,8 @@ def sample(model: CSLModel, num: int, config: SampleConfig,
             joint.start, joint.rule_opt_off, joint.rule_opt,
             joint.opt_parent)),
         model.ctx_index, g.src_sym, g.src_len, g.tgt_sym, g.tgt_len,
-        config.max_depth, config.max_nodes, config.max_len)
+        config.max_depth, config.max_nodes, config.max_len,
+        config.intersect_mode == "local")
     round_ += 1
     attempts += want
     for b in np.flatnonzero(ok):
@@ -177,6 +182,7 @@ def sample(model: CSLModel, num: int, config: SampleConfig,
       "num_distinct_pairs": len(set(pairs)),
       "mean_depth": float(np.mean(depths)) if depths else 0.0,
       "intersected": joint is not None,
+      "intersect_mode": config.intersect_mode if joint is not None else None,
       "seconds": time.time() - start,
   }
   return SampleResult(pairs, depths, stats)
