@@ -1,5 +1,6 @@
 """Forward sampling against the exact sampling distribution (the twin)."""
 
+import collections
 import math
 
 import numpy as np
@@ -16,6 +17,17 @@ RULES = TOY_RULES
 def _model(seed=0, num_states=2):
   return random_model(RULES, seed, num_states)
 
+
+def _assert_drawn_as(pairs, dist):
+  """Each pair's count within 5 standard deviations of the binomial count
+  its probability in `dist` gives (a pair outside `dist` fails)."""
+  n = len(pairs)
+  counts = collections.Counter(pairs)
+  assert set(counts) <= set(dist)
+  for pair, q in dist.items():
+    sd = math.sqrt(n * q * (1 - q)) + 1
+    assert abs(counts.get(pair, 0) - n * q) < 5 * sd, pair
+
 @pytest.mark.parametrize("temperature,bias", [(1.0, 0.0), (2.0, 1.5),
                                               (math.inf, 0.0)])
 def test_empirical_frequencies_match_exact_distribution(temperature, bias):
@@ -28,14 +40,7 @@ def test_empirical_frequencies_match_exact_distribution(temperature, bias):
   n = 40_000
   got = sampler.sample(model, n, config)
   assert got.stats["num_samples"] == n and got.stats["failed_rate"] == 0
-  counts = {}
-  for pair in got.pairs:
-    counts[pair] = counts.get(pair, 0) + 1
-  assert set(counts) <= set(exact)
-  for pair, q in exact.items():
-    # Within 5 standard deviations of the binomial count.
-    sd = math.sqrt(n * q * (1 - q)) + 1
-    assert abs(counts.get(pair, 0) - n * q) < 5 * sd, pair
+  _assert_drawn_as(got.pairs, exact)
 
 
 def test_uniform_temperature_and_depth_bias():
@@ -112,31 +117,41 @@ def test_long_derivations_within_max_len_are_not_lost():
   assert max(len(y.split()) for _, y in got.pairs) == 30
 
 
-@pytest.mark.parametrize("rules_text,cfg_text,want,drop", [
+@pytest.mark.parametrize("rules_text,cfg_text,mode,want,drop", [
     # Every output valid: the plain sampler's 1/2, 1/4, 1/4 at max_depth 3
     # (the last step renormalized to the NT-free rule). Before: the limit's
     # raw mass gave 0.57 / 0.29 / 0.14 with `Q -> W`, and a derivation
     # counted once per annotation 0.37 / 0.36 / 0.27 with `Q -> A; A -> W`.
-    ("NT_1 please ### NT_1", "Q -> W\n",
+    ("NT_1 please ### NT_1", "Q -> W\n", "exact",
      {"walk": 0.5, "walk please": 0.25, "walk please please": 0.25}, 0.0),
-    ("NT_1 please ### NT_1", "Q -> A\nA -> W\n",
+    ("NT_1 please ### NT_1", "Q -> A\nA -> W\n", "exact",
      {"walk": 0.5, "walk please": 0.25, "walk please please": 0.25}, 0.0),
     # `W X` is annotated twice (its W as A or as B), `W` once; `W X X` is
     # not valid: conditioned 2/3, 1/3 (annotations: 1/2, 1/2). Drawn
     # with weights 1/2, 1/2, half of the `W X` draws are dropped.
     ("NT_1 please ### NT_1 X", "Q -> W | A X | B X\nA -> W\nB -> W\n",
-     {"walk": 2 / 3, "walk please": 1 / 3}, 0.25),
+     "exact", {"walk": 2 / 3, "walk please": 1 / 3}, 0.25),
+    # Local (the release's draw): where every draw can complete, local and
+    # exact agree; by hand, at the root `walk` (p 1/2) and `NT_1 please`
+    # (p 1/2, two tuples, (A,) and (B,), each able to complete), whose
+    # child can only be `walk`: 1/2, 1/2, nothing dropped.
+    ("NT_1 please ### NT_1", "Q -> W\n", "local",
+     {"walk": 0.5, "walk please": 0.25, "walk please please": 0.25}, 0.0),
+    ("NT_1 please ### NT_1 X", "Q -> W | A X | B X\nA -> W\nB -> W\n",
+     "local", {"walk": 0.5, "walk please": 0.5}, 0.0),
 ])
-def test_intersected_sampling_is_exact_with_unit_and_ambiguous_cfgs(
-    rules_text, cfg_text, want, drop):
+def test_intersected_sampling_by_hand_with_unit_and_ambiguous_cfgs(
+    rules_text, cfg_text, mode, want, drop):
   from csl_jax.qcfg.rules import parse_rules  # pylint: disable=g-import-not-at-top
   rules = parse_rules(f"walk ### W\n{rules_text}\n")
   model = random_model(rules, seed=0, num_states=1, max_nts=1)
-  config = sampler.SampleConfig(temperature=math.inf, max_depth=3, seed=1)
+  config = sampler.SampleConfig(temperature=math.inf, max_depth=3, seed=1,
+                                intersect_mode=mode)
   n = 20_000
   got = sampler.sample(model, n, config, output_cfg=parse_output_cfg(
       cfg_text))
   assert got.stats["intersected"] and got.stats["num_samples"] == n
+  assert got.stats["intersect_mode"] == mode
   counts = {}
   for x, _ in got.pairs:
     counts[x] = counts.get(x, 0) + 1
@@ -158,45 +173,7 @@ def test_intersected_sampling_is_the_model_conditioned_on_valid_outputs():
   got = sampler.sample(model, n, config, output_cfg=CFG)
   assert got.stats["intersected"] and got.stats["num_attempts"] == n
   assert got.stats["cfg_rejection_rate"] == 0
-  counts = {}
-  for pair in got.pairs:
-    counts[pair] = counts.get(pair, 0) + 1
-  assert set(counts) <= set(valid)
-  for pair, q in valid.items():
-    q /= total
-    sd = math.sqrt(n * q * (1 - q)) + 1
-    assert abs(counts.get(pair, 0) - n * q) < 5 * sd, pair
-
-
-@pytest.mark.parametrize("rules_text,cfg_text,want", [
-    # Every draw can complete: local and exact agree (1/2, 1/4, 1/4).
-    ("NT_1 please ### NT_1", "Q -> W\n",
-     {"walk": 0.5, "walk please": 0.25, "walk please please": 0.25}),
-    # By hand: at the root `walk` (p 1/2) and `NT_1 please` (p 1/2, two
-    # tuples, (A,) and (B,), each able to complete); the child of either
-    # can only be `walk` (`W X X` is no output): 1/2, 1/2, where the exact
-    # sampler gives 2/3, 1/3 (above).
-    ("NT_1 please ### NT_1 X", "Q -> W | A X | B X\nA -> W\nB -> W\n",
-     {"walk": 0.5, "walk please": 0.5}),
-])
-def test_local_intersected_sampling_by_hand(rules_text, cfg_text, want):
-  from csl_jax.qcfg.rules import parse_rules  # pylint: disable=g-import-not-at-top
-  rules = parse_rules(f"walk ### W\n{rules_text}\n")
-  model = random_model(rules, seed=0, num_states=1, max_nts=1)
-  config = sampler.SampleConfig(temperature=math.inf, max_depth=3, seed=1,
-                                intersect_mode="local")
-  n = 20_000
-  got = sampler.sample(model, n, config, output_cfg=parse_output_cfg(
-      cfg_text))
-  assert got.stats["intersect_mode"] == "local"
-  assert got.stats["annotation_drop_rate"] == 0.0
-  counts = {}
-  for x, _ in got.pairs:
-    counts[x] = counts.get(x, 0) + 1
-  assert set(counts) == set(want)
-  for x, q in want.items():
-    sd = math.sqrt(n * q * (1 - q))
-    assert abs(counts[x] - n * q) < 5 * sd, (x, counts)
+  _assert_drawn_as(got.pairs, {k: q / total for k, q in valid.items()})
 
 
 @pytest.mark.parametrize("seed", [5, 7])
@@ -214,13 +191,7 @@ def test_local_intersected_sampling_matches_its_twin(seed):
   n = 30_000
   got = sampler.sample(model, n, config, output_cfg=CFG)
   assert got.stats["num_attempts"] == n and got.stats["num_samples"] == n
-  counts = {}
-  for pair in got.pairs:
-    counts[pair] = counts.get(pair, 0) + 1
-  assert set(counts) <= set(want)
-  for pair, q in want.items():
-    sd = math.sqrt(n * q * (1 - q)) + 1
-    assert abs(counts.get(pair, 0) - n * q) < 5 * sd, pair
+  _assert_drawn_as(got.pairs, want)
   # Not the exact sampler's distribution on this model (or the test could
   # not tell them apart).
   exact = sampler.sample(model, n, sampler.SampleConfig(
