@@ -4,7 +4,7 @@
 intersected sampler's local mode)."""
 
 import collections
-from typing import Dict, List, Tuple
+from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
 
@@ -52,7 +52,8 @@ def _spell(rule, binding):
   return x, y
 
 
-def local_distribution(rules, p, ctx_index, options: Dict[str, List[tuple]],
+def local_distribution(rules, p, ctx_index,
+                       options: Sequence[Dict[str, List[tuple]]],
                        start: str, max_depth: int
                        ) -> Dict[Tuple[str, str], float]:
   """P(x, y) of the intersected sampler's local mode: a node of category A
