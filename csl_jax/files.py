@@ -1,6 +1,7 @@
 """Atomic writes of text and JSON artifacts (never pickle); checked reads
 of the user's text inputs."""
 
+import errno
 import hashlib
 import io
 import json
@@ -72,6 +73,8 @@ def file_sha256(path: str) -> str:
   h = hashlib.sha256()
   if "://" in os.fspath(path):
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    if not tf.io.gfile.exists(path):  # as open() says it: callers catch it
+      raise FileNotFoundError(errno.ENOENT, "No such file or directory", path)
     opened = tf.io.gfile.GFile(path, "rb")
   else:
     opened = open(path, "rb")

@@ -83,10 +83,14 @@ def test_interrupted_stage_keeps_its_resumable_files(tmp_path):
   assert seen == [True] and out["cached"] is False
 
 
-def test_missing_stage_input_is_an_input_error(tmp_path):
+@pytest.mark.parametrize("url", [False, True])
+def test_missing_stage_input_is_an_input_error(tmp_path, url):
+  # A URL (TensorFlow's in-memory file system here) as a local path: one
+  # line naming it, not TensorFlow's NotFoundError.
+  missing = "ram://csl_jax_test/nope" if url else str(tmp_path / "nope")
   with pytest.raises(InputError, match="cannot read"):
-    cache.run_stage(base.Stage("s", [str(tmp_path / "nope")], {},
-                               lambda d: {}), str(tmp_path / "s"))
+    cache.run_stage(base.Stage("s", [missing], {}, lambda d: {}),
+                    str(tmp_path / "s"))
 
 
 def _hold_lock(run_dir, ready, release):

@@ -124,12 +124,18 @@ def _check_out(path: str) -> None:
     raise InputError("--out is not writable (permission denied)", path)
 
 
+def _gin_roots():
+  """Where gin looks for a file given by a relative path (and its
+  includes): the working directory, then the checkout's root."""
+  return (os.getcwd(), gin_defaults.REPO_ROOT)
+
+
 def configure_gin(module, args: argparse.Namespace, files: List[str],
                   bindings: List[str]) -> None:
   """Parses the user's gin files and bindings, after the dataset's settings
   for the command's methods where it names them (`module.gin_defaults`)."""
   try:
-    for root in (os.getcwd(), gin_defaults.REPO_ROOT):
+    for root in _gin_roots():
       gin.add_config_file_search_path(root)
     gin.parse_config_files_and_bindings(files, bindings,
                                         finalize_config=False)
@@ -160,8 +166,7 @@ def _token_error(error: tokenize.TokenError, files: List[str]) -> str:
   todo = list(files)
   while todo:
     name = todo.pop(0)
-    path = next((os.path.join(root, name) for root in
-                 ("", os.getcwd(), gin_defaults.REPO_ROOT)
+    path = next((os.path.join(root, name) for root in ("",) + _gin_roots()
                  if os.path.isfile(os.path.join(root, name))), None)
     if path is None or path in seen:
       continue

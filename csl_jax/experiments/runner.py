@@ -26,7 +26,6 @@ import dataclasses
 import os
 import re
 import shutil
-import sys
 import time
 from typing import (Any, Dict, List, Mapping, Optional, Sequence, Tuple,
                     Union)

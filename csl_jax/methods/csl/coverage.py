@@ -1,6 +1,7 @@
 """How much of a dataset a QCFG parses and derives (`csl-jax coverage`)."""
 
 import os
+from typing import Any, Dict
 
 import gin
 import numpy as np
