@@ -670,3 +670,9 @@ def test_bench_cmaxent_templates_counts_by_hand(load_script):
   assert first["examples"] == 3 and second["examples"] == 2
   assert first["template"] == "answer(property(entity))"
   assert first["example"] == "q2 0\tanswer ( population_1 ( m0 ) )"
+  assert "accepted_share" not in row
+  # Outputs that hold an `intersection` refused: picks 0 and 1 of the six.
+  accepted = {e.output: "intersection" not in e.output for e in pool}
+  row = bench.spend(features, pool, np.array([0, 1, 2, 7, 8, 9]), top=2,
+                    accepted=accepted)
+  assert row["accepted_share"] == pytest.approx(4 / 6)
