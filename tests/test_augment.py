@@ -17,6 +17,7 @@ import pytest
 from csl_jax.cli import main as cli
 from csl_jax.data import scan
 from csl_jax.data import tsv
+from csl_jax.errors import InputError
 
 GIN = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))), "gin", "csl", "scan_augment.gin")
@@ -95,6 +96,8 @@ def test_run_directory_contract(run_dir):
     report = f.read()
   assert f"| grammar rules | — | {num_rules} |" in report
   assert "CSL parser exact match" in report and "## Preview: csl" in report
+  # Nothing short, no selection: the report as it was before either.
+  assert "## Warnings" not in report and "## Selections" not in report
   assert set(_cached(run_dir).values()) == {False}
 
 
@@ -153,6 +156,107 @@ def test_selection_writes_a_seeded_subset(run_dir, small_scan):
                                        "synthetic.tsv"))
     assert len(chosen) == 500 and set(chosen) <= pool
     assert _cached(run_dir)[f"csl/{selector}_500"] is False
+  assert _cached(run_dir)["csl/diversity"] is False
+  # The report: each selection's templates covered, H(A) and H(C) against
+  # random ones of its size, as diversity.py gives them.
+  from csl_jax.pipeline import augment  # pylint: disable=g-import-not-at-top
+  from csl_jax.selection import diversity  # pylint: disable=g-import-not-at-top
+  from csl_jax.selection import templates  # pylint: disable=g-import-not-at-top
+  candidates = tsv.read_tsv(os.path.join(run_dir, "csl", "candidates.tsv"))
+  first = {}
+  for i, ex in enumerate(candidates):
+    first.setdefault(ex, i)
+  chosen = {f"{s}_500": tsv.read_tsv(os.path.join(run_dir, "csl", f"{s}_500",
+                                                  "synthetic.tsv"))
+            for s in ("random", "uat")}
+  feats = diversity.featurize(candidates)
+  rows = diversity.report_rows(
+      feats, {n: [first[ex] for ex in exs] for n, exs in chosen.items()},
+      seed=0, random_repeats=augment.RANDOM_REPEATS)
+  with open(os.path.join(run_dir, "report.md")) as f:
+    report = f.read()
+  with open(os.path.join(run_dir, "report.html")) as f:
+    page = f.read()
+  abst = templates.get("scan")  # by hand: the commands' templates
+
+  def template(command):  # None for a sample that is no SCAN command
+    try:
+      return abst.template(abst.tree(abst.key(command)))
+    except InputError:
+      return None
+
+  for row, rand in zip(rows[::2], rows[1::2]):
+    covered = {template(ex.input)
+               for ex in chosen[row["selector"]]} - {None}
+    assert row["templates_covered"] == len(covered)
+    cells = (f'| csl | {row["selector"]} | 500 | {len(covered):,} | '
+             f'{row["atom_entropy"]:.3f} | {row["compound_entropy"]:.3f} | '
+             f'{rand["templates_covered"]:,.1f} | {rand["atom_entropy"]:.3f} '
+             f'| {rand["compound_entropy"]:.3f} |')
+    assert cells in report, cells
+    assert f'<td>{row["selector"]}</td><td>500</td>' in page
+  plot = "csl/diversity/template_frequency.png"
+  assert f"]({plot})" in report and f'src="{plot}"' in page
+  assert os.path.getsize(os.path.join(run_dir, plot)) > 0
+
+
+GECA_GIN = os.path.join(os.path.dirname(GIN), "..", "geca", "scan.gin")
+
+
+def _run_geca(out, data, *extra):
+  gin.clear_config()
+  try:
+    return cli.main(["augment", "--out", out, f"--gin_file={GECA_GIN}",
+                     "--method", "geca"] + _data_flags(data) + list(extra))
+  finally:
+    gin.clear_config()
+
+
+def test_a_short_selection_is_logged_and_reported(tmp_path, small_scan,
+                                                  caplog):
+  # GECA makes a few hundred pairs; 5,000 asked of each selector.
+  out = str(tmp_path / "r")
+  with caplog.at_level("WARNING"):
+    assert _run_geca(out, small_scan, "--select", "random", "uat",
+                     "--select_num", "5000") == 0
+  made = len(tsv.read_tsv(os.path.join(out, "geca", "candidates.tsv")))
+  assert 0 < made < 5000
+  with open(os.path.join(out, "report.md")) as f:
+    report = f.read()
+  for selector in ("random", "uat"):
+    line = (f"geca/{selector}_5000: {made:,} of 5,000 asked (the pool holds "
+            f"{made:,})")
+    assert f"- {line}\n" in report and line in caplog.text
+    assert len(tsv.read_tsv(os.path.join(out, "geca", f"{selector}_5000",
+                                         "synthetic.tsv"))) == made
+  # The whole pool each: its figures, and random's of the same size.
+  assert f"| geca | uat_5000 | {made:,} |" in report
+  caplog.clear()
+  with caplog.at_level("WARNING"):  # cached: said again
+    assert _run_geca(out, small_scan, "--select", "random", "uat",
+                     "--select_num", "5000") == 0
+  assert "geca/uat_5000: " in caplog.text
+
+
+def test_geca_making_nothing_new_is_logged_and_reported(tmp_path, caplog):
+  # GECA's two fills both give an output of the training data.
+  data = tmp_path / "data"
+  data.mkdir()
+  tsv.write_tsv(str(data / "train.tsv"), [
+      ("I sing", "Canto"),
+      ("I sing maravillosamente", "Canto maravillosamente"),
+      ("I dax maravillosamente", "Dajo maravillosamente"),
+      ("we dax", "Dajo")])
+  out = str(tmp_path / "r")
+  with caplog.at_level("WARNING"):
+    assert _run_geca(out, str(data)) == 0
+  assert "geca: 0 new pairs (2 candidates, 2 with an input or output " \
+      "already in the training data" in caplog.text
+  with open(os.path.join(out, "report.md")) as f:
+    report = f.read()
+  assert ("## Warnings\n\n- geca: 0 new pairs (2 candidates, all with an "
+          "input or output already in the training data)\n") in report
+  assert "| pairs | 4 | 0 |" in report
 
 
 def test_bad_flags_stop_before_work(tmp_path, capsys, small_scan):

@@ -2,6 +2,7 @@
 
 import json
 import os
+import sys
 
 import pytest
 
@@ -197,6 +198,43 @@ def test_train_lets_real_bugs_through(tmp_path, monkeypatch):
               "--out", str(tmp_path / "out")])
 
 
+def test_train_warns_of_examples_cut_to_the_lengths(tmp_path, monkeypatch,
+                                                    caplog):
+  """SeqIO trims silently: a byte vocabulary with word-level lengths would
+  train on clipped data. Counted in tokens with EOS (bytes here)."""
+  from csl_jax.seq2seq import train  # pylint: disable=g-import-not-at-top
+  from csl_jax.testing.files import write_pairs  # pylint: disable=g-import-not-at-top
+  monkeypatch.setattr(train, "train", lambda *args, **kwargs: {})
+  data = tmp_path / "data"
+  data.mkdir()
+  # Bytes + EOS: inputs 5, 5, 10; targets 3, 9, 4.
+  write_pairs(data / "train.tsv", [("walk", "WW"), ("jump", "JJJJJJJJ"),
+                                   ("walk twice", "WWW")])
+  out = tmp_path / "out"
+  assert cli.main(["train", "--task", "cutcheck", "--data_dir", str(data),
+                   "--out", str(out),
+                   "--gin.seq2seq.Seq2SeqConfig.max_input_len=5",
+                   "--gin.seq2seq.Seq2SeqConfig.max_target_len=4"]) == 0
+  with open(out / "summary.json") as f:
+    assert json.load(f)["too_long"] == {"checked": 3, "inputs": 1,
+                                        "targets": 1}
+  assert ("cutcheck train: 1 of the first 3 examples have targets longer "
+          "than 4 tokens" in caplog.text)
+  assert "raise seq2seq.Seq2SeqConfig.max_input_len" in caplog.text
+
+
+def test_runner_is_checked_before_any_work(tmp_path, capsys, monkeypatch):
+  out = tmp_path / "r"
+  assert cli.main(["augment", "--out", str(out), "--shards", "2",
+                   "--runner", "NoSuchRunner"]) == 2
+  assert "--runner must be one of" in capsys.readouterr().err
+  monkeypatch.setitem(sys.modules, "apache_beam", None)  # not installed
+  assert cli.main(["augment", "--out", str(out), "--shards", "2",
+                   "--runner", "DirectRunner"]) == 2
+  assert "--runner needs apache-beam" in capsys.readouterr().err
+  assert not (out / "data").exists() and not (out / "csl").exists()
+
+
 def _gin_files():
   root = os.path.join(os.path.dirname(os.path.dirname(
       os.path.abspath(__file__))), "gin")
@@ -358,6 +396,18 @@ def test_newcomer_mistakes_are_one_line_errors(tmp_path, capsys, monkeypatch):
   err = capsys.readouterr().err.strip().splitlines()
   assert err == ["csl-jax: interrupted; the same command resumes where it "
                  "stopped"]
+  # A trainer's says what it saved, or what is lost (stop_request.py).
+  from csl_jax import stop_request  # pylint: disable=g-import-not-at-top
+  for said in ("train stopped at step 171 (checkpointed); the same command "
+               "resumes there", stop_request.AT_ONCE):
+    def stopped(args, said=said):
+      raise KeyboardInterrupt(said)
+
+    monkeypatch.setattr(cli.SUBCOMMANDS["coverage"], "main", stopped)
+    assert cli.main(["coverage", "--grammar", str(data), "--data",
+                     str(data), "--out", str(tmp_path / "c")]) == 130
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"csl-jax: interrupted: {said}"]
 
 
 def test_flags_a_dataset_does_not_use_are_refused(tmp_path, capsys, caplog):

@@ -1,5 +1,6 @@
 """Structurally diverse selectors: templates, UAT, CMaxEnt, hybrid (#14)."""
 
+import collections
 import math
 
 import gin
@@ -525,6 +526,61 @@ def test_pipeline_select_stage(tmp_path, clear_gin):
       augment.select_stage("uat", 12, 0, str(cands), str(train)),
       str(tmp_path / "uat"))
   assert not changed["cached"]
+
+
+def test_pipeline_diversity_stage_and_shortfall(tmp_path, clear_gin):
+  # The report's figures of a run's selections (one featurized pool for
+  # all of them), and the line for a selection short of its k.
+  del clear_gin
+  from csl_jax.data import tsv  # pylint: disable=g-import-not-at-top
+  from csl_jax.pipeline import augment  # pylint: disable=g-import-not-at-top
+  from csl_jax.pipeline import cache  # pylint: disable=g-import-not-at-top
+  from csl_jax.pipeline import report  # pylint: disable=g-import-not-at-top
+  pool = _pool(GEO, copies=4) + [Example("bad", "answer ( city")] * 3
+  cands, train = tmp_path / "candidates.tsv", tmp_path / "train.tsv"
+  tsv.write_tsv(str(cands), pool)
+  tsv.write_tsv(str(train), _pool(GEO[:2]))
+  selections = []
+  for name, k in (("uat", 100), ("cmaxent", 12)):
+    stage = augment.select_stage(name, k, 0, str(cands), str(train))
+    summary = cache.run_stage(stage, str(tmp_path / stage.name))
+    selections.append((stage.name, str(tmp_path / stage.name /
+                                       "synthetic.tsv")))
+    line = report.shortfall(stage.name, summary)
+    if k == 100:  # 40 readable of 43: all of them, and the report says so
+      assert line == ("uat_100: 40 of 100 asked (the pool holds 43, 40 of "
+                      "them selectable)")
+    else:
+      assert line is None
+  out = tmp_path / "diversity"
+  summary = cache.run_stage(augment.diversity_stage(
+      selections, str(cands), 0, abstraction="geoquery"), str(out))
+  rows = {r["selection"]: r for r in summary["diversity"]}
+  assert list(rows) == ["pool (all candidates)", "uat_100", "cmaxent_12"]
+  # By hand: the 40 readable candidates are 10 outputs x 4, in 5 templates;
+  # atoms are the tree nodes, entities abstracted.
+  abst = templates.get("geoquery")
+  trees = [abst.tree(abst.key(o)) for o in GEO]
+  atoms = collections.Counter(a for t in trees for a in templates.atoms(t))
+  total = sum(atoms.values())
+  h_atoms = -sum(c / total * math.log(c / total) for c in atoms.values())
+  uat_row = rows["uat_100"]
+  assert uat_row["size"] == 40 and rows["pool (all candidates)"]["size"] == 43
+  assert uat_row["templates_covered"] == len(
+      {abst.template(t) for t in trees}) == 5
+  assert uat_row["atom_entropy"] == pytest.approx(h_atoms)
+  # 40 uniform picks of the 40 selectable candidates: the same figures.
+  assert {k: uat_row["random"][k] for k in uat_row["random"]} == \
+      pytest.approx({k: uat_row[k] for k in uat_row["random"]})
+  # The other against diversity.py on the pool as CMaxEnt reads it.
+  feats = diversity.featurize(pool, "geoquery")
+  chosen = tsv.read_tsv(selections[1][1])
+  expected = diversity.diversity(feats, [pool.index(ex) for ex in chosen])
+  assert {k: rows["cmaxent_12"][k] for k in expected} == \
+      pytest.approx(expected)
+  assert (out / summary["plot"]).stat().st_size > 0
+  assert cache.run_stage(augment.diversity_stage(
+      selections, str(cands), 0, abstraction="geoquery"), str(out))["cached"]
 
 
 def test_unparseable_candidates_are_not_a_template():

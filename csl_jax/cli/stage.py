@@ -64,6 +64,11 @@ def check_pipeline_args(args) -> None:
     raise InputError(f"unexpected argument {extra[0]!r}: each flag takes "
                      "one value (repeat it, e.g. --method csl --method "
                      "geca); Beam's flags go after `--`")
+  if getattr(args, "runner", None):
+    # A missing apache-beam or an unknown runner fails now, not after the
+    # stages before the first one that runs on Beam.
+    from csl_jax.beam import options  # pylint: disable=g-import-not-at-top
+    options.pipeline_options(args.runner, extra)
 
 
 def given(args, *names: str, rename=None) -> Dict[str, Any]:

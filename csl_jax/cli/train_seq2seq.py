@@ -102,7 +102,9 @@ def _check_split(task: str, split: str, flag: str) -> None:
 
 
 def _train(args) -> int:
-  from csl_jax.seq2seq import train  # pylint: disable=g-import-not-at-top
+  # pylint: disable=g-import-not-at-top
+  from csl_jax.seq2seq import input_pipeline, models, train
+  # pylint: enable=g-import-not-at-top
   _register(args.task, args.data_dir, args.synthetic)
   config = train.TrainConfig()
   overrides = {k: v for k, v in (
@@ -114,6 +116,10 @@ def _train(args) -> int:
   extra = {"data_dir": args.data_dir and os.path.abspath(args.data_dir),
            "synthetic": args.synthetic and os.path.abspath(args.synthetic)}
   with stage.stage(args.out, stage.command_line()) as summary:
+    model = models.Seq2SeqConfig()  # gin's lengths, as train() takes them
+    summary["too_long"] = input_pipeline.warn_if_too_long(
+        args.task, "train", input_pipeline.lengths(model.max_input_len,
+                                                   model.max_target_len))
     # The trainer raises InputError for configurations it cannot take;
     # anything else is a bug and keeps its traceback.
     summary.update(train.train(args.out, args.task, config=config,
@@ -151,6 +157,8 @@ def _decode(args) -> int:
   lengths = input_pipeline.lengths(model_config.max_input_len,
                                    model_config.max_target_len)
   with stage.stage(args.out, stage.command_line()) as summary:
+    summary["too_long"] = input_pipeline.warn_if_too_long(
+        args.task, args.split, lengths)
     rows, metrics = decode.evaluate(model, params, args.task, args.split,
                                     lengths, args.batch_size, args.beam_size)
     text = "".join("\t".join(r) + "\n" for r in rows)

@@ -6,6 +6,8 @@ The run directory contract (read by the report and `tasks.register_run`):
   RUN/<method>/candidates.tsv                everything the method generated
   RUN/<method>/synthetic.tsv                 its synthetic training pairs
   RUN/<method>/<selector>_<k>/synthetic.tsv  a selector's subset of k
+  RUN/<method>/diversity/                    the selections' figures and
+                                             template frequency plot
   RUN/<method>/summary.json                  stage summaries, report rows
   RUN/report.{md,html}, RUN/summary.json
 One process at a time holds the directory (`lock.run_lock`).
@@ -13,9 +15,12 @@ One process at a time holds the directory (`lock.run_lock`).
 
 import os
 import shutil
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+from typing import (Any, Dict, List, Mapping, Optional, Sequence, Tuple,
+                    Union)
 
+from absl import logging
 import gin
+import numpy as np
 
 from csl_jax.data import registry as data_registry
 from csl_jax.data import token_copies
@@ -30,6 +35,8 @@ from csl_jax.pipeline import lock
 from csl_jax.pipeline import report as report_lib
 from csl_jax import configs
 from csl_jax import selection
+from csl_jax.selection import diversity
+from csl_jax.selection import templates
 
 DATA_DIR = "data"
 
@@ -93,6 +100,81 @@ def select_stage(selector: str, k: int, seed: int, candidates: str,
     config["options"] = chooser.config()
   return method_base.Stage(f"{selector}_{k}", [candidates, train], config,
                            run)
+
+
+DIVERSITY_STAGE = "diversity"
+TEMPLATE_PLOT = "template_frequency.png"
+RANDOM_REPEATS = 10  # uniform draws averaged into each random baseline
+
+
+def diversity_settings(selectors: Sequence[str]) -> Tuple[str, str]:
+  """(abstraction, weighting) the report measures with: the selectors'
+  own where they agree (a bound `UAT.abstraction`), else the defaults."""
+  choosers = [selection.get(n) for n in selectors]
+  found = []
+  for attr, default in (("abstraction", "auto"), ("weighting", "keysers")):
+    values = {getattr(c, attr) for c in choosers if hasattr(c, attr)}
+    values.discard(default)
+    found.append(values.pop() if len(values) == 1 else default)
+  return found[0], found[1]
+
+
+def diversity_stage(selections: Sequence[Tuple[str, str]], candidates: str,
+                    seed: int, copies: bool = False,
+                    abstraction: str = "auto",
+                    weighting: str = "keysers") -> method_base.Stage:
+  """The report's figures of a method's selections ((stage name,
+  synthetic.tsv) pairs): templates covered, H(A), H(C), each against the
+  mean of `RANDOM_REPEATS` uniform draws of the same size from the pool,
+  and the template frequency plot. The pool is featurized once for all
+  the method's selections (as CMaxEnt featurizes it), and again only when
+  one of them or the candidates change."""
+
+  def run(directory: str) -> Dict[str, Any]:
+    pool = tsv.read_tsv(candidates, allow_empty=True)
+    chosen = {name: tsv.read_tsv(path, allow_empty=True)
+              for name, path in selections}
+    # A selection's examples as pool indices: the first of equal examples
+    # is as good as any (one query, so the same figures).
+    wanted = {ex for exs in chosen.values() for ex in exs}
+    first: Dict[tsv.Example, int] = {}
+    for i, ex in enumerate(pool):
+      if ex in wanted and ex not in first:
+        first[ex] = i
+    indices = {name: np.array([first[ex] for ex in exs], np.int64)
+               for name, exs in chosen.items()}
+    out = {"abstraction": abstraction, "weighting": weighting,
+           "random_repeats": RANDOM_REPEATS, "pool_size": len(pool)}
+    try:
+      feats = diversity.featurize(originals(pool) if copies else pool,
+                                  abstraction, weighting)
+    except InputError as e:  # a pool without templates: no figures
+      logging.warning("%s: no selection diversity figures: %s", candidates,
+                      e)
+      return dict(out, diversity=[], error=str(e))
+    rows = diversity.report_rows(feats, indices, seed=seed,
+                                 random_repeats=RANDOM_REPEATS)
+    whole = diversity.diversity(feats, np.arange(len(pool)))
+    figures = [dict(whole, selection="pool (all candidates)")]
+    for row, rand in zip(rows[::2], rows[1::2]):
+      name = row.pop("selector")
+      rand.pop("selector")
+      figures.append(dict(row, selection=name, random=rand))
+    diversity.plot_template_frequency(
+        os.path.join(directory, TEMPLATE_PLOT), feats, indices)
+    return dict(out, abstraction=feats.abstraction, diversity=figures,
+                plot=TEMPLATE_PLOT)
+
+  config = {"selections": [name for name, _ in selections], "seed": seed,
+            "abstraction": abstraction, "weighting": weighting,
+            "random_repeats": RANDOM_REPEATS,
+            "compounds": templates.COMPOUNDS_VERSION,
+            "abstractions": templates.ABSTRACTIONS_VERSION}
+  if copies:
+    config["copies_read_as_originals"] = True
+  return method_base.Stage(
+      DIVERSITY_STAGE, [candidates] + [path for _, path in selections],
+      config, run)
 
 
 @gin.configurable(module="augment")
@@ -220,10 +302,25 @@ def _augment(run_dir, dataset, split, data_dir, dataset_options, methods,
       _publish(os.path.join(last_dir, os.path.basename(last["candidates"])),
                candidates)
       _publish(candidates, os.path.join(workdir, "synthetic.tsv"))
+      copies = getattr(method, "writes_token_copies", False)
+      selections = []
       for selector in selectors:
         stage = select_stage(selector, select_num, select_seed, candidates,
-                             run_data.train,
-                             getattr(method, "writes_token_copies", False))
+                             run_data.train, copies)
+        stage_summaries[stage.name] = cache.run_stage(stage,
+                                                      stage.path(workdir))
+        summary["stages"][f"{method.name}/{stage.name}"] = _brief(
+            stage_summaries[stage.name])
+        # Every run, cached or not: a short subset is never a surprise.
+        short = report_lib.shortfall(f"{method.name}/{stage.name}",
+                                     stage_summaries[stage.name])
+        if short:
+          logging.warning("selection: %s", short)
+        selections.append((stage.name, os.path.join(stage.path(workdir),
+                                                    "synthetic.tsv")))
+      if selections:
+        stage = diversity_stage(selections, candidates, select_seed, copies,
+                                *diversity_settings(selectors))
         stage_summaries[stage.name] = cache.run_stage(stage,
                                                       stage.path(workdir))
         summary["stages"][f"{method.name}/{stage.name}"] = _brief(

@@ -2,13 +2,16 @@
 
 It reads only the run directory contract (`pipeline/augment.py`): the
 original data, each method's `summary.json` and `synthetic.tsv`. Plots are
-matplotlib PNGs in `RUN/report_files/`, shared by both reports.
+matplotlib PNGs in `RUN/report_files/`, shared by both reports; the
+selections' template frequency plot is their diversity stage's. Warnings
+(a selection short of its k, a method that made nothing) come first.
 """
 
 import collections
 import html
 import os
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import (Any, Dict, List, Mapping, Optional, Sequence,
+                    Tuple)
 
 from csl_jax.data import tsv
 from csl_jax.files import (atomic_write_json, atomic_write_text, read_json,
@@ -153,6 +156,88 @@ def _data_section(run_dir: str, methods: Sequence[str]) -> Dict[str, Any]:
   return kept
 
 
+def shortfall(stage: str, summary: Mapping[str, Any]) -> Optional[str]:
+  """The line saying a selection stage kept fewer than it was asked
+  (`augment.select_stage`'s summary), or None."""
+  if not summary.get("num_short"):
+    return None
+  kept, pool = summary["num_examples"], summary["pool_size"]
+  where = f"the pool holds {pool:,}"
+  if kept < pool:  # the rest unreadable to the selector's templates
+    where += f", {kept:,} of them selectable"
+  return f"{stage}: {kept:,} of {summary['k']:,} asked ({where})"
+
+
+def _no_pairs(path: str) -> bool:
+  """Whether a TSV has no example (reads up to its first one)."""
+  with open(path, encoding="utf-8") as f:
+    return not any(line.strip() for line in f)
+
+
+def _nothing_made(method: str, summary: Mapping[str, Any]) -> str:
+  """The line for a method with 0 synthetic pairs: why, where its stage
+  says (GECA counts the fills it rejected as not new)."""
+  for stage in summary.get("stages", {}).values():
+    considered = stage.get("fills_considered")
+    if considered and stage.get("rejected_not_novel") == considered:
+      return (f"{method}: 0 new pairs ({considered:,} candidates, all with "
+              "an input or output already in the training data)")
+  return f"{method}: 0 synthetic pairs"
+
+
+def _warnings(run_dir: str, methods: Sequence[str],
+              info: Mapping[str, Mapping[str, Any]]) -> List[str]:
+  lines = []
+  for m in methods:
+    if _no_pairs(os.path.join(run_dir, m, "synthetic.tsv")):
+      lines.append(_nothing_made(m, info[m]))
+    stages = info[m].get("stages", {})
+    for stage in info[m].get("stage_order", sorted(stages)):
+      if "selector" in stages[stage]:
+        line = shortfall(f"{m}/{stage}", stages[stage])
+        lines += [line] if line else []
+  return lines
+
+
+SELECTION_HEADER = ["method", "selection", "size", "templates covered",
+                    "H(A)", "H(C)", "random: templates covered",
+                    "random: H(A)", "random: H(C)"]
+
+
+def _selections(run_dir: str, methods: Sequence[str],
+                info: Mapping[str, Mapping[str, Any]]
+                ) -> Tuple[List[List[str]], List[str], List[Tuple[str, str]]]:
+  """(table rows, notes, plots) of the methods' diversity stages
+  (`augment.diversity_stage`): none in a run without selectors."""
+  rows, notes, plots = [], [], []
+  for m in methods:
+    stages = info[m].get("stages", {})
+    for stage in info[m].get("stage_order", sorted(stages)):
+      s = stages[stage]
+      if "diversity" not in s:
+        continue
+      if s.get("error"):
+        notes.append(f"{m}: no diversity figures ({s['error']})")
+        continue
+      notes.append(
+          f"{m}: {s['abstraction']} templates, {s['weighting']} compound "
+          f"weights; random: the mean of {s['random_repeats']} uniform "
+          "draws of the same size from the same pool")
+      for d in s["diversity"]:
+        rand = d.get("random")
+        rows.append(
+            [m, d["selection"], f'{d["size"]:,}',
+             f'{d["templates_covered"]:,}', f'{d["atom_entropy"]:.3f}',
+             f'{d["compound_entropy"]:.3f}'] +
+            ([f'{rand["templates_covered"]:,.1f}',
+              f'{rand["atom_entropy"]:.3f}',
+              f'{rand["compound_entropy"]:.3f}'] if rand else ["—"] * 3))
+      plot = f"{m}/{stage}/{s['plot']}" if s.get("plot") else None
+      if plot and os.path.exists(os.path.join(run_dir, plot)):
+        plots.append((f"{m}: template frequencies of the selections", plot))
+  return rows, notes, plots
+
+
 def write_report(run_dir: str) -> str:
   """Writes the report of everything in `run_dir`; returns the HTML path."""
   data = os.path.join(run_dir, "data")
@@ -185,8 +270,22 @@ def write_report(run_dir: str) -> str:
 
   plots = [tuple(p) for p in section["plots"]]
   previews = section["previews"]
-  md = [f"# {title}", "", "## Data", "", _table_md(header, sizes), "",
-        "## Stage times", "",
+  warnings = _warnings(run_dir, methods, info)
+  chosen, notes, chosen_plots = _selections(run_dir, methods, info)
+  md = [f"# {title}", ""]
+  if warnings:
+    md += ["## Warnings", ""] + [f"- {w}" for w in warnings] + [""]
+  md += ["## Data", "", _table_md(header, sizes), ""]
+  if chosen or notes:
+    md += ["## Selections", "",
+           "Abstract templates covered and atom / compound entropies H(A), "
+           "H(C) in nats (Oren et al., 2021), each with a random selection "
+           "of the same size for comparison.", ""]
+    md += [_table_md(SELECTION_HEADER, chosen), ""] if chosen else []
+    md += [f"- {n}" for n in notes] + [""]
+    md += [f"![{w}]({p})" for w, p in chosen_plots]
+    md += [""] if chosen_plots else []
+  md += ["## Stage times", "",
         _table_md(["method", "stage", "time", ""], times), "", "## Plots", ""]
   md += [f"![{w}]({p})" for w, p in plots]
   for m in methods:
@@ -199,9 +298,24 @@ def write_report(run_dir: str) -> str:
 <style>body{{font-family:sans-serif;max-width:70em;margin:2em auto}}
 td,th{{padding:2px 8px;border-bottom:1px solid #ddd;font-size:13px;
 text-align:left}}</style></head><body><h1>{html.escape(title)}</h1>
-<h2>Data</h2>{_table_html(header, sizes)}
-<h2>Stage times</h2>{_table_html(["method", "stage", "time", ""], times)}
-<h2>Plots</h2>"""]
+"""]
+  if warnings:
+    page.append("<h2>Warnings</h2><ul>" + "".join(
+        f"<li>{html.escape(w)}</li>" for w in warnings) + "</ul>\n")
+  page.append(f"<h2>Data</h2>{_table_html(header, sizes)}\n")
+  if chosen or notes:
+    page.append("<h2>Selections</h2><p>Abstract templates covered and atom "
+                "/ compound entropies H(A), H(C) in nats (Oren et al., "
+                "2021), each with a random selection of the same size for "
+                "comparison.</p>")
+    page += [_table_html(SELECTION_HEADER, chosen)] if chosen else []
+    page.append("<ul>" + "".join(f"<li>{html.escape(n)}</li>"
+                                 for n in notes) + "</ul>")
+    page += [f'<img alt="{html.escape(w)}" src="{html.escape(p)}"><br>'
+             for w, p in chosen_plots]
+    page.append("\n")
+  times_html = _table_html(["method", "stage", "time", ""], times)
+  page.append(f"<h2>Stage times</h2>{times_html}\n<h2>Plots</h2>")
   page += [f'<img alt="{html.escape(w)}" src="{html.escape(p)}"><br>'
            for w, p in plots]
   for m in methods:

@@ -285,7 +285,7 @@ def translate(model, params, vocabulary, texts: Sequence[str],
 
 def evaluate(model, params, task_name: str, split: str,
              feature_lengths: Dict[str, int], batch_size: int = 64,
-             beam_size: int = 1, examples=None
+             beam_size: int = 1, examples=None, progress: bool = False
              ) -> Tuple[List[Tuple[str, str, str]], Dict[str, Any]]:
   """Decodes a split; returns (input, target, prediction) rows, metrics.
 
@@ -296,7 +296,8 @@ def evaluate(model, params, task_name: str, split: str,
     examples = split_examples(task_name, split, feature_lengths)
   predicted = predict_ids(model, params, [ex["inputs"] for ex in examples],
                           feature_lengths["inputs"],
-                          feature_lengths["targets"], batch_size, beam_size)
+                          feature_lengths["targets"], batch_size, beam_size,
+                          progress)
   return score_predictions(task_name, examples, predicted)
 
 

@@ -98,6 +98,50 @@ def materialize(task: str, split: str, feature_lengths: Mapping[str, int],
   return features, texts
 
 
+def count_too_long(task: str, split: str, feature_lengths: Mapping[str, int],
+                   limit: int = 10_000) -> Dict[str, int]:
+  """Of the first `limit` examples of `split` in data order, how many are
+  longer (in tokens, EOS included) than `feature_lengths`: SeqIO cuts them
+  silently (`append_eos_after_trim`), so a byte vocabulary with word-level
+  lengths trains on clipped data unless someone looks."""
+  import seqio  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  provider = seqio.get_mixture_or_task(task)
+  tasks = provider.tasks if isinstance(provider, seqio.Mixture) \
+      else [provider]
+  counts = {"checked": 0, "inputs": 0, "targets": 0}
+  for t in tasks:
+    left = limit - counts["checked"]
+    if left <= 0:
+      break
+    with without_autograph():
+      ds = t.get_dataset(None, split=split, shuffle=False, num_epochs=1,
+                         use_cached=False).take(left).map(
+                             lambda ex: {k: tf.size(ex[k]) for k in
+                                         ("inputs", "targets")})
+    for batch in ds.batch(1024).as_numpy_iterator():
+      counts["checked"] += len(batch["inputs"])
+      for k in ("inputs", "targets"):
+        counts[k] += int((batch[k] > feature_lengths[k]).sum())
+  return counts
+
+
+def warn_if_too_long(task: str, split: str,
+                     feature_lengths: Mapping[str, int]) -> Dict[str, int]:
+  """`count_too_long`, logged as a warning naming the setting to raise."""
+  counts = count_too_long(task, split, feature_lengths)
+  for k, setting in (("inputs", "max_input_len"),
+                     ("targets", "max_target_len")):
+    if counts[k]:
+      logging.warning(
+          "%s %s: %d of the first %d examples have %s longer than %d tokens "
+          "and are cut to it: raise seq2seq.Seq2SeqConfig.%s (or use a "
+          "vocabulary with fewer tokens per word, e.g. a word-level one)",
+          task, split, counts[k], counts["checked"], k, feature_lengths[k],
+          setting)
+  return counts
+
+
 class ResumableBatches:
   """`numpy_batches` of a repeated training dataset, from step `start`,
   whose position can be saved beside the model's checkpoints: a resumed

@@ -54,6 +54,24 @@ def _bounded_pairs(path: str, max_source_len: int, max_target_len: int,
   return pairs, skipped
 
 
+def _check_outputs_in_cfg(cfg, cfg_path: str, path: str) -> None:
+  """Every training output must be in the output CFG's language: a CFG for
+  another dataset would otherwise fit silently, then parse and sample
+  nothing."""
+  verdict: Dict[str, bool] = {}
+  rejected, line = [], 0
+  for line, e in enumerate(tsv.read_tsv(path), start=1):
+    if e.output not in verdict:
+      verdict[e.output] = cfg.recognizes(e.output.split())
+    if not verdict[e.output]:
+      rejected.append(line)
+  if rejected:
+    raise InputError(
+        f"output not in the language of the output CFG {cfg_path} "
+        f"({len(rejected)} of {line} training outputs are not; is it the "
+        "CFG of this dataset?)", path, rejected[0])
+
+
 @gin.configurable(module="fit")
 def fit(out_dir: str, grammar: str, train_data: str,
         eval_data: Optional[str] = None, max_nts: int = 4,
@@ -101,11 +119,11 @@ def fit(out_dir: str, grammar: str, train_data: str,
   if unlabeled_copies < 1:
     raise InputError(f"unlabeled_copies must be >= 1, not {unlabeled_copies}")
   output_cfg = assets.resolve(output_cfg)
-  if output_cfg:
-    load_output_cfg(output_cfg)  # a bad CFG fails now, not after training
   rules = load_rules(grammar)
   pairs, num_too_long = _bounded_pairs(train_data, max_source_len,
                                        max_target_len, skip_too_long)
+  if output_cfg:  # a bad or wrong CFG fails now, not after training
+    _check_outputs_in_cfg(load_output_cfg(output_cfg), output_cfg, train_data)
   held = None
   if eval_data:
     held, _ = _bounded_pairs(eval_data, max_source_len, max_target_len,

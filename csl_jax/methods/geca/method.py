@@ -11,6 +11,7 @@ import os
 import shutil
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
+from absl import logging
 import gin
 
 from csl_jax import configs
@@ -43,6 +44,12 @@ def generate(out_dir: str, train_path: str, test_path: Optional[str],
     partitioned.clear(work_dir)
   elif os.path.isdir(work_dir):
     shutil.rmtree(work_dir)
+  if not new:  # exit 0 with an empty file: say why, or it goes unnoticed
+    logging.warning(
+        "geca: 0 new pairs (%d candidates, %d with an input or output "
+        "already in the training data; %d templates, %d fragments indexed)",
+        stats.get("fills_considered", 0), stats.get("rejected_not_novel", 0),
+        stats.get("templates", 0), stats.get("fragments", 0))
   candidates = os.path.join(out_dir, "candidates.tsv")
   write_tsv(candidates, new)
   if test_path:

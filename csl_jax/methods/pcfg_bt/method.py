@@ -322,10 +322,15 @@ def backtranslate(out_dir: str, programs_path: str, model_dir: str,
     with _registered(data_dir, (eval_part,), vocabulary=vocabulary,
                      metric_fns=(tasks.metrics.exact_match,
                                  tasks.metrics.bleu)) as names:
+      lengths = input_pipeline.lengths(cfg.max_input_len, cfg.max_target_len)
+      examples = decode.split_examples(names.reversed, eval_part, lengths)
+      logging.info("backtranslate: scoring the reverse model on the %s part "
+                   "(%d examples, beam %d; --gin.pcfg_bt.PCFGBT.eval_part=None "
+                   "skips it)", eval_part, len(examples), config.beam_size)
       _, scores = decode.evaluate(
-          model, params, names.reversed, eval_part,
-          input_pipeline.lengths(cfg.max_input_len, cfg.max_target_len),
-          batch_size=config.decode_batch_size, beam_size=config.beam_size)
+          model, params, names.reversed, eval_part, lengths,
+          batch_size=config.decode_batch_size, beam_size=config.beam_size,
+          examples=examples, progress=True)
     summary["eval"] = {"part": eval_part, **scores}
   return summary
 
