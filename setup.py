@@ -1,6 +1,11 @@
 """csl_jax: compositional data augmentation for semantic parsing in JAX."""
 
+import os
+import subprocess
+import sys
+
 import setuptools
+from setuptools.command.develop import develop
 
 # Pinned to a set that installs together on Python 3.11 (CPU); see README.
 INSTALL_REQUIRES = [
@@ -33,6 +38,24 @@ EXTRAS_REQUIRE = {
 }
 
 
+class DevelopAndCompile(develop):
+  """`pip install -e .`, then the CSL pipeline's numba kernels compiled
+  (every kernel given a core a part; csl_jax/precompile.py) so that the
+  first run loads them like any later run. Best effort: if it fails, the
+  first run compiles them. Off with CSL_JAX_COMPILE_AT_INSTALL=0."""
+
+  def run(self):
+    super().run()
+    if self.uninstall or os.environ.get("CSL_JAX_COMPILE_AT_INSTALL") == "0":
+      return
+    here = os.path.dirname(os.path.abspath(__file__))
+    code = subprocess.call(
+        [sys.executable, "-m", "csl_jax.precompile", "--install"], cwd=here)
+    if code:
+      print("csl_jax: compiling the numba kernels at install failed; the "
+            "first run compiles them", file=sys.stderr)
+
+
 setuptools.setup(
     name="csl_jax",
     version="0.1.0",
@@ -45,4 +68,5 @@ setuptools.setup(
     install_requires=INSTALL_REQUIRES,
     extras_require=EXTRAS_REQUIRE,
     entry_points={"console_scripts": ["csl-jax=csl_jax.cli.main:run"]},
+    cmdclass={"develop": DevelopAndCompile},
 )

@@ -7,11 +7,8 @@ installs the clone into a fresh virtualenv (with the system's packages, so
 that only csl_jax itself is installed), timing the install; then runs the
 command with an empty JAX compilation cache and again with both caches
 filled, and checks the two runs wrote the same synthetic data. Two ways
-per round, interleaved: the kernels compiled ahead, after the install
-(`python -m csl_jax.precompile --install`, timed with the install), and
-compiled by the first run (in its side process, csl_jax/compile_ahead.py).
-pip's editable install (PEP 660) runs no step of the project's, so the
-README's two commands take the second way.
+per round, interleaved: the kernels compiled at install (setup.py's
+default) and compiled by the first run (CSL_JAX_COMPILE_AT_INSTALL=0).
 
   python3 benchmarks/bench_first_run.py [--rounds 2] [--out RESULT.json]
 """
@@ -27,17 +24,18 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COMMAND = ["augment", "--gin_file=gin/csl/scan_augment.gin"]
-WAYS = {"ahead": True, "at first run": False}
+WAYS = {"at install": "1", "at first run": "0"}
 
 
-def _env(work: str) -> dict:
-  env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=os.path.join(work, "jax"))
+def _env(work: str, compile_at_install: str) -> dict:
+  env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=os.path.join(work, "jax"),
+             CSL_JAX_COMPILE_AT_INSTALL=compile_at_install)
   for name in ("NUMBA_CACHE_DIR", "PYTHONPATH"):  # the clone's __pycache__
     env.pop(name, None)
   return env
 
 
-def install(work: str, env: dict, ahead: bool) -> float:
+def install(work: str, env: dict) -> float:
   clone = os.path.join(work, "clone")
   venv = os.path.join(work, "venv")
   subprocess.run(["git", "clone", "-q", ROOT, clone], check=True)
@@ -47,10 +45,6 @@ def install(work: str, env: dict, ahead: bool) -> float:
   subprocess.run([os.path.join(venv, "bin", "pip"), "install", "-q", "-e",
                   ".[test]"], cwd=clone, env=env, check=True,
                  capture_output=True)
-  if ahead:
-    subprocess.run([os.path.join(venv, "bin", "python"), "-m",
-                    "csl_jax.precompile", "--install"], cwd=clone, env=env,
-                   check=True, capture_output=True)
   seconds = time.time() - start
   where = subprocess.run(
       [os.path.join(venv, "bin", "python"), "-c",
@@ -85,9 +79,9 @@ def run(work: str, out: str, env: dict) -> dict:
                                   - before)}
 
 
-def one_round(work: str, ahead: bool) -> dict:
-  env = _env(work)
-  seconds = install(work, env, ahead)
+def one_round(work: str, compile_at_install: str) -> dict:
+  env = _env(work, compile_at_install)
+  seconds = install(work, env)
   first = run(work, os.path.join(work, "first"), env)
   warm = run(work, os.path.join(work, "warm"), env)
   same = filecmp.cmp(os.path.join(work, "first", "csl", "synthetic.tsv"),

@@ -1,12 +1,11 @@
-"""Every numba kernel compiled ahead, in parts side by side: before a test
-session, or by hand after an install.
+"""Every numba kernel compiled ahead, in parts side by side: at install and
+before a test session.
 
 Every kernel is `cache=True`: compiled once, its machine code is loaded by
-every later process. `python -m csl_jax.precompile --install` runs the CSL
-pipeline's parts, or all of them given a core each, so that a fresh
-install's first run loads its kernels like any later run instead of
-compiling them (BENCHMARKS.md "Issue 17 → Kernels compiled at install";
-pip's editable install runs no step of ours, so this is by hand);
+every later process. `pip install -e .` runs the CSL pipeline's parts, or
+all of them given a core each (setup.py), so a fresh install's first run
+loads its kernels like any later run instead of compiling them
+(BENCHMARKS.md "Issue 17 → Kernels compiled at install");
 `tests/conftest.py` runs every part before the test workers start, so that
 they do not compile the same kernels at the same time (BENCHMARKS.md
 "Issue 10 → Test suite"). Each part drives the library the way the CLI
@@ -123,7 +122,7 @@ def _selection(workdir: str) -> None:
 # later one starts when a core is free.
 PARTS = {"induction": _induction, "selection": _selection, "model": _model,
          "geca": _geca}
-# What `--install` compiles on fewer cores than parts: the CSL
+# What `pip install -e .` compiles on fewer cores than parts: the CSL
 # pipeline's (the README main job's) kernels; GECA's and the selectors'
 # compile on their first use.
 CSL_PARTS = ("induction", "model")

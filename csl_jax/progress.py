@@ -10,6 +10,8 @@ total, or per minute when the total is unknown, and one when it closes.
       ...
     bar = progress(total=steps, desc="fit", unit="step")
     bar.update(1); bar.set_postfix(loss=0.5); bar.close()
+    for step in progress(range(start, steps), total=steps, initial=start):
+      ...  # a resumed run's count
 """
 
 import os
@@ -47,9 +49,14 @@ class _LoggedProgress(tqdm.tqdm):
     self.desc = kwargs.get("desc") or ""
     self.unit = kwargs.get("unit") or "it"
     self.postfix = None
-    self._count = self._logged = 0
+    # `initial`: counted before (a resumed run's steps): its lines say the
+    # count of the whole, at the same tenths as an uninterrupted one's.
+    self._count = self._logged = kwargs.get("initial") or 0
     self._start = self._last_log = time.time()
     self._next_percent = LOG_EVERY_PERCENT
+    if self.total:
+      self._next_percent *= int(100 * self._count //
+                                (LOG_EVERY_PERCENT * self.total)) + 1
     self._closed = False
 
   def __iter__(self):

@@ -473,12 +473,27 @@ def test_a_job_waiting_elsewhere_says_what_to_run(
   assert "run-bundle" not in said
 
 
-def test_pretrain_finetune_regime_and_init_from(tiny, toy_data, tmp_path):  # pylint: disable=redefined-outer-name,unused-argument
+def test_pretrain_finetune_regime_and_init_from(tiny, toy_data, tmp_path,  # pylint: disable=redefined-outer-name,unused-argument
+                                                monkeypatch, caplog):
+  import re  # pylint: disable=g-import-not-at-top
   import jax  # pylint: disable=g-import-not-at-top
   import numpy as np  # pylint: disable=g-import-not-at-top
+  from csl_jax import progress  # pylint: disable=g-import-not-at-top
   out = str(tmp_path / "exp")
-  _run(out, toy_data, data=["shuffle"], seeds=[0],
-       regime="pretrain_finetune", finetune_steps=2)
+  monkeypatch.setenv(progress.ENV, "0")  # as in a log file
+  with caplog.at_level("INFO"):
+    _run(out, toy_data, data=["shuffle"], seeds=[0],
+         regime="pretrain_finetune", finetune_steps=2)
+  # Each training of the cell says its progress: a line per 10% of its
+  # steps (here, every step), with the loss and the speed.
+  lines = [m.groups() for m in (re.match(
+      r"toy/shuffle/seed_0 (pretrain|train): (\d+/\d+) step, \d+s "
+      r"\(loss=\d+\.\d+(, examples/s=\d+)?\)$", r.getMessage())
+                                for r in caplog.records) if m]
+  assert [(part, count) for part, count, _ in lines] == [
+      ("pretrain", "1/3"), ("pretrain", "2/3"), ("pretrain", "3/3"),
+      ("train", "1/2"), ("train", "2/2")]
+  assert lines[-1][2]  # a step that did not compile: its examples/s
   cell = os.path.join(out, "cells", "toy", "shuffle", "seed_0")
   with open(os.path.join(cell, "pretrain", "config.json")) as f:
     pre = json.load(f)

@@ -1,4 +1,4 @@
-"""Kernels compiled ahead (`precompile --install`) and before a test session
+"""Kernels compiled ahead at install and before a test session
 (csl_jax/precompile.py)."""
 
 import dataclasses

@@ -524,6 +524,127 @@ def test_killed_run_resumes_the_missing_steps(trained, reverse_task,
     np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
+def _signals_at(monkeypatch, step, *signums):
+  """Sends `signums` to this process during step `step` + 1 of the next
+  trainings (the learning rate of `step` is read in it)."""
+  learning_rates = train.learning_rates
+
+  class SignalAt:
+    def __init__(self, rates):
+      self.rates = rates
+
+    def __getitem__(self, i):
+      if i == step:
+        for signum in signums:
+          os.kill(os.getpid(), signum)
+      return self.rates[i]
+
+  monkeypatch.setattr(train, "learning_rates",
+                      lambda config: SignalAt(learning_rates(config)))
+  return learning_rates
+
+
+def _assert_same_params(a_dir, b_dir, selected=False):
+  for a, b in zip(
+      jax.tree_util.tree_leaves(train.load_params(a_dir, selected)[1]),
+      jax.tree_util.tree_leaves(train.load_params(b_dir, selected)[1])):
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_ctrl_c_checkpoints_the_step_reached_and_resumes_there(
+    trained, reverse_task, tmp_path, monkeypatch, capfd):
+  """Ctrl-C (SIGINT) stops as SIGTERM does: the step reached is
+  checkpointed, then KeyboardInterrupt says so; the rerun resumes there
+  to the uninterrupted run's parameters and dev choices."""
+  out, whole = trained
+  killed = _copy_run(out, tmp_path)
+  shutil.rmtree(os.path.join(killed, "checkpoints", "200"))
+  learning_rates = _signals_at(monkeypatch, 170, signal.SIGINT)
+  before = signal.getsignal(signal.SIGINT)
+  with pytest.raises(KeyboardInterrupt, match=r"^train stopped at step 171 "
+                     r"\(checkpointed\); the same command resumes there$"):
+    train.train(killed, reverse_task[0], TINY, TRAIN, progress=False,
+                dev=_dev(reverse_task[0]))
+  assert signal.getsignal(signal.SIGINT) is before
+  assert train.checkpoint_manager(killed).all_steps() == [160, 171]
+  # Said at once: the step in progress is finished and saved first.
+  assert "Ctrl-C: train checkpoints the step in progress" in \
+      capfd.readouterr().err
+  monkeypatch.setattr(train, "learning_rates", learning_rates)
+  more = train.train(killed, reverse_task[0], TINY, TRAIN, progress=False,
+                     dev=_dev(reverse_task[0]))
+  assert more["start_step"] == 171 and more["steps"] == TRAIN.num_steps
+  assert more["data_position"] == "restored"
+  _assert_same_params(out, killed)
+  _assert_same_params(out, killed, selected=True)
+  assert more["dev_history"] == whole["dev_history"]
+  for field in ("first_loss", "final_loss", "mean_last_loss"):
+    assert more[field] == whole[field], field
+
+
+def test_ctrl_c_twice_stops_at_once_and_says_what_is_lost(
+    trained, reverse_task, tmp_path, monkeypatch):
+  """A second Ctrl-C is Python's own: no checkpoint, and the
+  KeyboardInterrupt says the steps since the last one are trained again
+  (as the rerun does, to the same parameters); Ctrl-C at the last step
+  still stops, its checkpoint being the run's last."""
+  from csl_jax import stop_request  # pylint: disable=g-import-not-at-top
+  out, _ = trained
+  killed = _copy_run(out, tmp_path)
+  shutil.rmtree(os.path.join(killed, "checkpoints", "200"))
+  learning_rates = _signals_at(monkeypatch, 170, signal.SIGINT,
+                               signal.SIGINT)
+  with pytest.raises(KeyboardInterrupt) as stopped:
+    train.train(killed, reverse_task[0], TINY, TRAIN, progress=False)
+  assert str(stopped.value) == stop_request.AT_ONCE
+  assert "last checkpoint" in stop_request.AT_ONCE
+  assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+  assert train.checkpoint_manager(killed).all_steps() == [160]
+  monkeypatch.setattr(train, "learning_rates", learning_rates)
+  _signals_at(monkeypatch, TRAIN.num_steps - 1, signal.SIGINT)
+  with pytest.raises(KeyboardInterrupt, match="stopped at step 200"):
+    train.train(killed, reverse_task[0], TINY, TRAIN, progress=False)
+  assert train.checkpoint_manager(killed).all_steps() == [160, 200]
+  monkeypatch.setattr(train, "learning_rates", learning_rates)
+  _assert_same_params(out, killed)
+  assert train.train(killed, reverse_task[0], TINY, TRAIN,
+                     progress=False)["start_step"] == TRAIN.num_steps
+
+
+def test_progress_lines_say_step_loss_and_speed(reverse_task, tmp_path,
+                                                monkeypatch, caplog):
+  """In a log file (stderr no terminal) a training writes a line per 10%
+  of its steps with the loss and examples/s; a resumed run counts the
+  steps of the whole run."""
+  from csl_jax import progress as progress_lib  # pylint: disable=g-import-not-at-top
+  monkeypatch.setenv(progress_lib.ENV, "0")
+  config = dataclasses.replace(TRAIN, num_steps=20, checkpoint_every=10,
+                               log_every=50)
+  run = str(tmp_path / "run")
+  line = re.compile(r"^cell x: (\d+)/20 step, \d+s \(loss=(\d+\.\d{4})"
+                    r"(, examples/s=\d+)?\)$")
+
+  def lines():
+    got = [line.match(r.getMessage()) for r in caplog.records
+           if r.getMessage().startswith("cell x:")]
+    caplog.clear()
+    assert all(got), got
+    return got
+
+  with caplog.at_level("INFO"):
+    metrics = train.train(run, reverse_task[0], TINY, config, desc="cell x")
+    got = lines()
+    assert [int(m.group(1)) for m in got] == list(range(2, 21, 2))
+    # The loss of the step the line is of: the last one's is the run's.
+    assert float(got[-1].group(2)) == pytest.approx(metrics["final_loss"],
+                                                    abs=1e-4)
+    # Speed of the steps since the line before (step 1 compiles).
+    assert all(m.group(3) for m in got)
+    shutil.rmtree(os.path.join(run, "checkpoints", "20"))
+    train.train(run, reverse_task[0], TINY, config, desc="cell x")
+    assert [int(m.group(1)) for m in lines()] == [12, 14, 16, 18, 20]
+
+
 def test_data_position_restored_or_skipped_gives_the_same_batches(
     reverse_task, tmp_path):
   """Saved after 5 batches of a reshuffling, repeated dataset (50 rows in

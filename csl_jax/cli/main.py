@@ -225,8 +225,12 @@ def main(argv: Optional[List[str]] = None, *,
     return SUBCOMMANDS[args.subcommand].main(args) or 0
   except InputError as e:
     return stage.report_input_error(e)
-  except KeyboardInterrupt:  # Ctrl-C: one line, not a traceback
-    print("csl-jax: interrupted; the same command resumes where it stopped",
+  except KeyboardInterrupt as e:  # Ctrl-C: one line, not a traceback
+    # A trainer's says what it saved, or that a second Ctrl-C lost the
+    # steps since its last checkpoint (stop_request.py); elsewhere the
+    # stages' caches keep what finished.
+    print(f"csl-jax: interrupted: {e}" if str(e) else
+          "csl-jax: interrupted; the same command resumes where it stopped",
           file=sys.stderr)
     return 130
 

@@ -340,21 +340,25 @@ def _cell_stage(cell: grid_lib.Cell, run_dir: str, synthetic: Optional[str],
     dev = dev_ids(input_pipeline.lengths(ctx.model_config.max_input_len,
                                          ctx.model_config.max_target_len))
     start = time.time()
+    # A bar on a terminal, a line per 10% of the steps in a log file: a
+    # cell trains for minutes.
+    shown = {"progress": True, "desc": f"{cell.path} train"}
     if cell.data == grid_lib.ORIGINAL:
       metrics = train_lib.train(train_dir, name, ctx.model_config,
-                                train_config, progress=False, dev=dev)
+                                train_config, dev=dev, **shown)
     elif not pretrain:
       metrics = train_lib.train(train_dir, train_task,
-                                ctx.model_config, train_config,
-                                progress=False, dev=dev)
+                                ctx.model_config, train_config, dev=dev,
+                                **shown)
     else:
       pre_dir = os.path.join(directory, "pretrain")
       pre = train_lib.train(pre_dir, f"{name}_{cell.data}_synthetic",
-                            ctx.model_config, train_config, progress=False)
+                            ctx.model_config, train_config, progress=True,
+                            desc=f"{cell.path} pretrain")
       metrics = train_lib.train(
           train_dir, name, ctx.model_config,
           dataclasses.replace(train_config, num_steps=ctx.finetune_steps),
-          progress=False, init_from=pre_dir, dev=dev)
+          init_from=pre_dir, dev=dev, **shown)
       summary["pretrain"] = pre
     summary["train"] = metrics
     summary["train_seconds"] = time.time() - start

@@ -484,9 +484,10 @@ def train(out_dir: str, task: str,
           progress: bool = True,
           init_from: Optional[str] = None,
           dev: Optional[Tuple[Sequence[Sequence[int]],
-                              Sequence[Sequence[int]]]] = None
-          ) -> Dict[str, Any]:
+                              Sequence[Sequence[int]]]] = None,
+          desc: str = "train") -> Dict[str, Any]:
   """Trains (resuming from OUT/checkpoints); returns the final metrics.
+  `desc` names the run in its progress lines.
 
   With `dev` ((input ids, target ids) of a dev set), every checkpoint is
   scored on it and the best kept (`model_selection.py`; `load_params(...,
@@ -533,7 +534,7 @@ def train(out_dir: str, task: str,
              init_from=init_from,
              evaluate=evaluate if config.eval_split else None,
              track=track if config.track_train_every else None,
-             select=selector(out_dir, model_config, dev, config))
+             select=selector(out_dir, model_config, dev, config), desc=desc)
 
 
 def selector(out_dir: str, model_config, dev, config: TrainConfig
@@ -554,6 +555,13 @@ def _scheduled(step: int, config: TrainConfig) -> bool:
   return step % config.checkpoint_every == 0 or step == config.num_steps
 
 
+def _tenth(done: int, total: int) -> bool:
+  """Whether step `done` of `total` is one a logged progress writes a line
+  at (`progress.LOG_EVERY_PERCENT`)."""
+  every = progress_lib.LOG_EVERY_PERCENT * total
+  return 100 * done // every > 100 * (done - 1) // every
+
+
 def fit(out_dir: str, model_config, config: TrainConfig,
         key: Dict[str, Any], batches: Callable[[int], Iterator[Any]],
         extra_config: Optional[Dict[str, Any]] = None,
@@ -570,7 +578,12 @@ def fit(out_dir: str, model_config, config: TrainConfig,
   (state, sharding) -> losses on a held-out split at each checkpoint;
   `track(params, step)` every `config.track_train_every` steps; `select`
   scores each checkpoint once it is saved and keeps the best; `desc`
-  names the run in its progress lines."""
+  names the run in its progress lines (with `progress`: a bar on a
+  terminal, else a line per 10% of the steps with the loss and examples/s).
+
+  SIGTERM checkpoints the step reached and exits (SystemExit(EXIT_CODE));
+  so does a first Ctrl-C, raising KeyboardInterrupt instead: the same call
+  resumes there, to the uninterrupted run's parameters."""
   os.makedirs(out_dir, exist_ok=True)
   key = dict(key)
   if init_from:
@@ -637,10 +650,32 @@ def fit(out_dir: str, model_config, config: TrainConfig,
     history.extend(float(o["loss"]) for o in fetched)
     return fetched
 
-  with StopRequest() as stop:
-    # A bar on a terminal, a few log lines in a log file.
-    for step in progress_lib.progress(range(start, config.num_steps),
-                                      disable=not progress, desc=desc):
+  # A bar on a terminal, a line per 10% of the steps in a log file; both
+  # count the steps of the whole run, a resumed one's earlier ones too.
+  bar = progress_lib.progress(total=config.num_steps, initial=start,
+                              disable=not progress, desc=desc, unit="step")
+  # On a terminal the bar's postfix follows every log point; a logged line's
+  # examples/s is of the steps since the line before.
+  bar_enabled = progress and progress_lib.bars_enabled()
+  shown = [time.time(), 0, 0.0]  # at the last postfix: time, timed steps,
+  # compile and eval seconds
+
+  def show(loss):
+    # examples/s of the steps since the last postfix, compiles and evals
+    # left out (as the run's summary counts them).
+    now, paused = time.time(), compile_seconds + eval_seconds
+    postfix = {"loss": f"{loss:.4f}"}
+    seconds = now - shown[0] - (paused - shown[2])
+    if timed_steps > shown[1] and seconds > 0:
+      postfix["examples/s"] = (
+          f"{(timed_steps - shown[1]) * config.batch_size / seconds:.0f}")
+    shown[:] = [now, timed_steps, paused]
+    bar.set_postfix(postfix)
+
+  with StopRequest(interrupt=True, announce=(
+      f"csl-jax: Ctrl-C: {desc} checkpoints the step in progress, then "
+      "stops (Ctrl-C again: at once, without it)")) as stop:
+    for step in range(start, config.num_steps):
       batch = next(batches)
       shape = tuple(v.shape for v in batch.values())
       batch = jax.device_put(batch, data_sharding)
@@ -659,8 +694,15 @@ def fit(out_dir: str, model_config, config: TrainConfig,
       if len(waiting) > MAX_STEPS_IN_FLIGHT:
         jax.block_until_ready(waiting[-MAX_STEPS_IN_FLIGHT - 1])
       done = step + 1
-      if done % config.log_every == 0 or done == config.num_steps:
+      logged = done % config.log_every == 0 or done == config.num_steps
+      # The bar's line of this step, if it writes one, says its loss.
+      tenth = progress and _tenth(done, config.num_steps)
+      if logged or tenth:
         scalars = {k: float(v) for k, v in fetch()[-1].items()}
+        if tenth or bar_enabled:
+          show(scalars["loss"])
+      bar.update(1)  # after its postfix: a line it writes says this step's
+      if logged:
         if config.curriculum != "none":
           scalars["curriculum_available"] = (
               curriculum_lib.available_fraction(
@@ -690,14 +732,23 @@ def fit(out_dir: str, model_config, config: TrainConfig,
           metrics["eval"] = evaluate(state, data_sharding)
           eval_seconds += time.time() - tick
           summaries.scalars(metrics["eval"], done, config.eval_split)
-      if stop.requested and done < config.num_steps:
+      # Ctrl-C at the last step stops too: the command is to end.
+      if stop.requested and (done < config.num_steps or stop.interrupted):
         manager.wait_until_finished()
         summaries.close()
+        show(history[-1])  # fetched for the checkpoint
+        bar.close()  # its last line (or the bar's end) before the message
+        if stop.interrupted:
+          raise KeyboardInterrupt(f"{desc} stopped at step {done} "
+                                  "(checkpointed); the same command "
+                                  "resumes there")
         logging.info("SIGTERM: stopped at step %d (checkpointed)", done)
         raise SystemExit(EXIT_CODE)
-  fetch()
-  manager.wait_until_finished()
-  summaries.close()
+    bar.close()
+    fetch()
+    # A Ctrl-C now waits for the last save (StopRequest raises it after).
+    manager.wait_until_finished()
+    summaries.close()
   # Of the whole run, a resumed one's earlier processes included.
   metrics.update(loss_record.metrics(whole, config.batch_size))
   metrics["steps"] = int(state.step)
