@@ -288,7 +288,7 @@ def train_reverse_model(out_dir: str, data_dir: str, model_config,
   with _registered(data_dir, ("train",),
                    vocabulary=_vocabulary(vocabulary, model_dir)) as names:
     metrics = train_lib.train(model_dir, names.reversed, model_config,
-                              train_config)
+                              train_config, desc="pcfg_bt reverse model")
   return {"model": model_dir, "steps": metrics["steps"],
           "first_loss": metrics.get("first_loss"),
           "final_loss": metrics.get("mean_last_loss")}
