@@ -4,6 +4,7 @@ mixture and bucket sampling, and a bundle's cells trained in a process
 where TensorFlow and SeqIO cannot be imported, then scored by the
 experiment as its own cells are."""
 
+import argparse
 import json
 import os
 import subprocess
@@ -561,6 +562,30 @@ def test_a_failed_lane_exits_at_once_with_its_error(tmp_path):
   assert done.stdout.startswith("[run-bundle] lane 0 cannot open the device "
                                 "(JAX_PLATFORMS=no_such_platform): ")
   assert done.stdout.count("\n") == 1 and "Traceback" not in done.stderr
+
+
+def test_an_interrupted_lane_says_so_in_one_line(monkeypatch, capsys):
+  from csl_jax.cli import run_bundle  # pylint: disable=g-import-not-at-top
+
+  def interrupted(*args, **kwargs):
+    raise KeyboardInterrupt("train stopped at step 3 (checkpointed); the "
+                            "same command resumes there")
+
+  class Exited(Exception):
+    pass
+
+  def exit_(code):
+    raise Exited(code)
+
+  monkeypatch.setattr(bundle, "run_bundle", interrupted)
+  monkeypatch.setattr(run_bundle.os, "_exit", exit_)
+  args = argparse.Namespace(bundle="B", lanes=2, lane=1, only=None, cell=[])
+  with pytest.raises(Exited) as info:
+    run_bundle._lane(args)  # pylint: disable=protected-access
+  assert info.value.args == (130,)
+  err = capsys.readouterr().err
+  assert err == ("[run-bundle] lane 1 interrupted: train stopped at step 3 "
+                 "(checkpointed); the same command resumes there\n")
 
 
 def test_a_failed_lane_is_started_again_for_its_own_cells(tmp_path,

@@ -52,6 +52,10 @@ def _lane(args) -> None:
                       only=args.only, assigned=args.cell)
   except SystemExit as e:  # SIGTERM: the step was checkpointed
     code = e.code if isinstance(e.code, int) else 1
+  except KeyboardInterrupt as e:  # Ctrl-C: the trainer says what it saved
+    print(f"[run-bundle] lane {args.lane} interrupted"
+          + (f": {e}" if str(e) else ""), file=sys.stderr)
+    code = 130
   except InputError as e:
     code = stage.report_input_error(e)
   except BaseException:  # pylint: disable=broad-except
