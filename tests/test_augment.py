@@ -327,3 +327,22 @@ def test_cli_freezes_the_imports_only_as_a_process_of_its_own(tmp_path):
           "try:\n  main.run()\nexcept SystemExit as e:\n"
           "  assert e.code == 0 and gc.get_freeze_count() > 0, e.code\n")
   subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_many_series_are_lines_few_are_bars(tmp_path, monkeypatch):
+  """Side-by-side bars of six series are too thin to see (a newcomer's
+  finding): past three, each series is a line with its own marker."""
+  from csl_jax import files  # pylint: disable=g-import-not-at-top
+  from csl_jax.pipeline import report  # pylint: disable=g-import-not-at-top
+  drawn = []
+  monkeypatch.setattr(files, "atomic_save_figure",
+                      lambda fig, path, dpi: drawn.append(fig))
+  for n, png in ((2, "few.png"), (4, "many.png")):
+    report._histogram_png(  # pylint: disable=protected-access
+        str(tmp_path / png), "t", "x",
+        {f"s{k}": [1, 2, 2, k + 3] for k in range(n)})
+  few, many = (fig.axes[0] for fig in drawn)
+  assert len(few.patches) == 2 * 4 and not few.lines  # 4 values, 2 series
+  assert len(many.lines) == 4 and not many.patches
+  assert len({line.get_marker() for line in many.lines}) == 4
+  assert list(many.lines[3].get_ydata()) == [25.0, 50.0, 0, 0, 0, 25.0]

@@ -50,6 +50,12 @@ def methods_in(run_dir: str) -> List[str]:
   return found
 
 
+# More series than this are lines, not side-by-side bars.
+_MOST_BARS = 3
+_MARKERS = "os^vD<>px*"
+_HISTOGRAM_STYLE = 2  # in the figure's key: a restyled figure is redrawn
+
+
 def _histogram_png(path: str, title: str, xlabel: str,
                    series: Dict[str, Sequence[int]]) -> None:
   """Side-by-side bars of each series' share of examples per integer value;
@@ -66,9 +72,14 @@ def _histogram_png(path: str, title: str, xlabel: str,
     width = 0.8 / max(len(series), 1)
     for k, (name, s) in enumerate(series.items()):
       counts, total = counted[name], max(len(s), 1)
-      ax.bar([v + (k - (len(series) - 1) / 2) * width for v in values],
-             [100.0 * counts[v] / total for v in values], width=width,
-             label=f"{name} (n={len(s):,})")
+      shares = [100.0 * counts[v] / total for v in values]
+      label = f"{name} (n={len(s):,})"
+      if len(series) <= _MOST_BARS:
+        ax.bar([v + (k - (len(series) - 1) / 2) * width for v in values],
+               shares, width=width, label=label)
+      else:  # bars this thin vanish: a line and marker each, drawn over
+        ax.plot(values, shares, marker=_MARKERS[k % len(_MARKERS)],
+                markersize=4, linewidth=1, alpha=0.8, label=label)
     ax.set_title(title)
     ax.set_xlabel(xlabel)
     ax.set_ylabel("share of examples (%)")
@@ -77,8 +88,8 @@ def _histogram_png(path: str, title: str, xlabel: str,
     return fig
 
   save_figure_once(path, [title, xlabel, {
-      name: sorted(counts.items()) for name, counts in counted.items()}],
-                   draw, dpi=90)
+      name: sorted(counts.items()) for name, counts in counted.items()},
+                          _HISTOGRAM_STYLE], draw, dpi=90)
 
 
 def _table_md(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -107,7 +118,8 @@ def _data_section(run_dir: str, methods: Sequence[str]) -> Dict[str, Any]:
   data = os.path.join(run_dir, "data")
   files = [os.path.join(data, "train.tsv")] + [
       os.path.join(run_dir, m, "synthetic.tsv") for m in methods]
-  key = cache.stage_key("report data", files, {"methods": list(methods)})
+  key = cache.stage_key("report data", files, {"methods": list(methods),
+                                               "style": _HISTOGRAM_STYLE})
   files_dir = os.path.join(run_dir, FILES_DIR)
   path = os.path.join(files_dir, DATA_FILE)
   if os.path.exists(path):
