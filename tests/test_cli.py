@@ -506,3 +506,15 @@ def test_coverage_names_the_file_line_after_skipped_lines(tmp_path, capsys):
   assert code == 2
   err = capsys.readouterr().err.strip().splitlines()
   assert len(err) == 1 and f"{data}:4: input has 4 tokens" in err[0], err
+
+
+def test_experiment_wait_flag_is_experiment_wait(tmp_path, monkeypatch):
+  """The lock's message says "pass --wait": `experiment` takes it too."""
+  from csl_jax.experiments import runner  # pylint: disable=g-import-not-at-top
+  got = []
+  monkeypatch.setattr(runner, "run", lambda out, gin_files=(), **kw:
+                      got.append(kw) or {})
+  for flags in ([], ["--wait"]):
+    assert cli.main(["experiment", "--out", str(tmp_path / "x")]
+                    + flags) == 0
+  assert got == [{}, {"wait": True}]

@@ -309,3 +309,24 @@ def test_reproduce_script(tmp_path, capsys, load_script):
          "".join(f"{w}\t{w}\n" for w, _ in PRIMITIVES))
   assert script.main(["x", str(cogs_dir)]) == 1
   assert "word form = published: 4/" in capsys.readouterr().out
+
+
+def test_prepare_keeps_the_gen_categories_beside_the_parts(tmp_path):
+  """A prepared COGS directory used as `--dataset tsv` data keeps its
+  per-category scores (a newcomer's finding)."""
+  from csl_jax.data import registry  # pylint: disable=g-import-not-at-top
+  src, out = tmp_path / "cogs", tmp_path / "out"
+  src.mkdir()
+  rows = "".join(f"{s}\t{lf}\n" for s, lf, _ in CASES)
+  for part in ("train", "dev", "test", "gen"):
+    _write(src / f"{part}.tsv", rows)
+  categories = "".join(f"cat_{i % 2}\n" for i in range(len(CASES)))
+  _write(src / "gen_categories.txt", categories)
+  summary = registry.prepare(str(out), "cogs", data_dir=str(src))
+  assert summary["side_files"] == ["gen_categories.txt"]
+  assert (out / "gen_categories.txt").read_text() == categories
+  (src / "gen_categories.txt").unlink()  # none there: none copied
+  other = tmp_path / "other"
+  assert "side_files" not in registry.prepare(str(other), "cogs",
+                                              data_dir=str(src))
+  assert not (other / "gen_categories.txt").exists()

@@ -51,6 +51,14 @@ def test_prototype_distance_is_far_for_the_odd_one_out():
   assert np.allclose(distance, 0.0)
 
 
+def test_prototype_says_when_k_is_capped(caplog):
+  pairs = [("walk twice", "W W")] * 6 + [("look around right thrice", "X")]
+  _, figures = scores.prototype(pairs, k=100, n_init=1)
+  assert figures["k"] == 2
+  assert ("k = 2 clusters, not 100: there are only 2 distinct input "
+          "vectors") in caplog.text
+
+
 def test_quantiles_are_disjoint_ordered_quarters_and_mix_is_half_half():
   score = np.random.default_rng(0).integers(0, 5, 103).astype(float)
   parts = subsets.quantiles(score, 4, seed=1)

@@ -139,6 +139,13 @@ def test_grid_expansion():
       "csl_cmaxent_9"
   with pytest.raises(InputError, match="unknown selector 'nope'"):
     grid.data_rows(["csl"], None, ["random", "nope"], 9)
+  # A newcomer's `select` without `select_num` once listed `csl_uat_None`.
+  with pytest.raises(InputError, match="experiment.select needs "
+                     "experiment.select_num"):
+    grid.data_rows(["csl"], ["csl_uat_0"], ["uat"], None)
+  with pytest.raises(InputError, match="needs experiment.select and "
+                     "experiment.select_num"):
+    grid.data_rows(["csl"], ["csl_uat_7"], None, None)
   cells = grid.expand(["jump", "length"], ["original", "csl"], [0, 1, 2])
   assert len(cells) == 12
   assert cells[0] == grid.Cell("jump", "original", 0)
@@ -351,7 +358,7 @@ def test_load_categories(tmp_path):
 # ---- the grid end to end, keys and resume ----------------------------------
 
 def test_experiment_writes_results_and_resumes_after_kill(
-    tiny, toy_data, tmp_path, monkeypatch):  # pylint: disable=redefined-outer-name,unused-argument
+    tiny, toy_data, tmp_path, monkeypatch, capsys):  # pylint: disable=redefined-outer-name,unused-argument
   out = str(tmp_path / "exp")
   calls = []
   real_train = train_lib.train
@@ -372,9 +379,14 @@ def test_experiment_writes_results_and_resumes_after_kill(
   calls.clear()
   monkeypatch.setattr(train_lib, "train", lambda *a, **k: (
       calls.append(a[1]), real_train(*a, **k))[1])
+  capsys.readouterr()
   summary = _run(out, toy_data)
-  # Only cell 2 (the shuffle mixture) was trained again.
+  # Only cell 2 (the shuffle mixture) was trained again, and said so.
   assert calls == ["tsv_toy_shuffle_mixture"]
+  said = [line for line in capsys.readouterr().out.splitlines()
+          if "] cell " in line and "->" in line]
+  assert said[0].endswith("; cached") and "cell 1/2" in said[0]
+  assert "cell 2/2" in said[1] and said[1].endswith(" for 1 cell(s)")
   records = _records(out)
   assert [(r["data"], r["seed"], r["cached"]) for r in records] == [
       ("original", 0, True), ("shuffle", 0, False)]
@@ -504,6 +516,9 @@ def test_pretrain_finetune_regime_and_init_from(tiny, toy_data, tmp_path,  # pyl
   assert fine["init"]["step"] == STEPS
   (r,) = _records(out)
   assert r["regime"] == "pretrain_finetune" and r["steps"] == 2
+  with open(os.path.join(out, results.RESULTS_MD), encoding="utf-8") as f:
+    assert (f"regime pretrain_finetune, {STEPS} steps on the synthetic data, "
+            "then 2 fine-tuning steps on the original") in f.read()
   # The trainer's init_from: with learning rate 0 (and another seed), the
   # run keeps exactly the source's parameters.
   source = os.path.join(cell, "pretrain")

@@ -34,8 +34,11 @@ def test_stage_reused_only_while_inputs_and_config_unchanged(tmp_path):
   src.write_text("a\tb\n")
   calls = []
   d = str(tmp_path / "stage")
-  first = cache.run_stage(_counting_stage(calls, "s", [str(src)], {"x": 1}), d)
+  stage = lambda x: _counting_stage(calls, "s", [str(src)], {"x": x})
+  assert not cache.is_current(stage(1), d)
+  first = cache.run_stage(stage(1), d)
   assert first["cached"] is False and calls == ["s"]
+  assert cache.is_current(stage(1), d) and not cache.is_current(stage(2), d)
   again = cache.run_stage(_counting_stage(calls, "s", [str(src)], {"x": 1}), d)
   assert again["cached"] is True and calls == ["s"]
   assert again["text"] == "out"

@@ -12,11 +12,15 @@ def add_parser(subparsers) -> None:
       epilog="The grid comes from gin (experiment.*, seq2seq.*): e.g. "
       "--gin_file=gin/experiments/scan_addprim_jump.gin.")
   p.add_argument("--out", required=True, help="the experiment directory")
+  p.add_argument("--wait", action="store_true", default=None,
+                 help="wait for another run holding --out instead of "
+                 "stopping (experiment.wait)")
 
 
 def main(args: argparse.Namespace) -> int:
   from csl_jax.experiments import runner  # pylint: disable=g-import-not-at-top
-  runner.run(args.out, gin_files=getattr(args, "gin_files", ()))
+  runner.run(args.out, gin_files=getattr(args, "gin_files", ()),
+             **({"wait": True} if args.wait else {}))
   return 0
 
 

@@ -21,6 +21,7 @@ from csl_jax.data import scan
 from csl_jax.data import scan_star
 from csl_jax.data import tsv
 from csl_jax.errors import InputError
+from csl_jax.files import atomic_write_text, read_text
 
 Parts = Dict[str, List[tsv.Example]]
 
@@ -41,6 +42,9 @@ class Dataset:
     eval_part: the part the CSL parser is scored on in the report.
     reads_data_dir: options -> whether `load` reads data_dir (SCAN only
       from TFDS or local files); None: whenever it is given.
+    side_files: files of data_dir copied beside the parts where present
+      (COGS's gen_categories.txt: a prepared directory used as `tsv` data
+      keeps its per-category scores).
   """
   name: str
   splits: Sequence[str]
@@ -51,6 +55,7 @@ class Dataset:
   output_cfg: Optional[str] = None
   eval_part: str = "test"
   reads_data_dir: Optional[Callable[[Mapping[str, Any]], bool]] = None
+  side_files: Sequence[str] = ()
 
   def check_split(self, split: str) -> None:
     if self.splits and split not in self.splits:
@@ -129,6 +134,11 @@ def prepare(out_dir: str, dataset: str, split: Optional[str] = None,
     summary[f"num_{part}"] = len(examples)
     total += len(examples)
   summary["num_examples"] = total
+  for name in spec.side_files if data_dir else ():
+    src = os.path.join(data_dir, name)
+    if os.path.isfile(src):
+      atomic_write_text(os.path.join(out_dir, name), read_text(src))
+      summary.setdefault("side_files", []).append(name)
   return summary
 
 
@@ -217,7 +227,8 @@ def _cogs_sources(split, data_dir, options) -> List[str]:
 
 
 add(Dataset("cogs", (), "gen", True, _cogs_load, _cogs_sources,
-            output_cfg="tasks/cogs/varfree.cfg"))
+            output_cfg="tasks/cogs/varfree.cfg",
+            side_files=("gen_categories.txt",)))
 
 
 # ---- GeoQuery: FunQL, NQG/CSL format ---------------------------------------

@@ -21,6 +21,7 @@ import os
 import re
 from typing import Dict, List, Sequence, Tuple
 
+from absl import logging
 import numpy as np
 
 from csl_jax.difficulty import kmeans as kmeans_lib
@@ -71,6 +72,10 @@ def prototype(pairs: Sequence[Tuple[str, str]], k: int = 100,
   """Distances to the assigned centroid, and the clustering's figures."""
   x = tfidf_embedding([x for x, _ in pairs], dims, seed)
   centers, assign, inertia = kmeans_lib.kmeans(x, k, n_init, seed)
+  if len(centers) < k:
+    logging.warning("prototype difficulty: k = %d clusters, not %d: there "
+                    "are only %d distinct input vectors", len(centers), k,
+                    len(centers))
   distance = np.linalg.norm(x - centers[assign], axis=1)
   return distance, {"k": len(centers), "inertia": inertia,
                     "n_init": n_init, "dims": dims}

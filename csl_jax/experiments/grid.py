@@ -44,8 +44,11 @@ def data_rows(methods: Sequence[str], data: Optional[Sequence[str]],
     InputError: a row that names no method of the experiment, or an
       unknown selector.
   """
-  subsets = [f"{m}_{s}_{select_num}" for m in methods
-             for s in selection.parse(select)]
+  selectors = selection.parse(select)
+  if selectors and select_num is None:
+    raise InputError("experiment.select needs experiment.select_num, the "
+                     "size k of each subset (rows m_<selector>_<k>)")
+  subsets = [f"{m}_{s}_{select_num}" for m in methods for s in selectors]
   known = list(dict.fromkeys([ORIGINAL] + list(methods) + subsets))
   if data is None:
     return known
@@ -54,7 +57,9 @@ def data_rows(methods: Sequence[str], data: Optional[Sequence[str]],
     if row not in known:
       raise InputError(f"experiment.data: {row!r} is neither {ORIGINAL!r} "
                        f"nor a method of experiment.methods (valid: "
-                       f"{', '.join(known)})")
+                       f"{', '.join(known)}; a subset row "
+                       "m_<selector>_<k> needs experiment.select and "
+                       "experiment.select_num)")
   if not rows:
     raise InputError("experiment.data is empty")
   return rows

@@ -303,8 +303,14 @@ def write_tables(out_dir: str, records: Sequence[Mapping[str, Any]],
   table = aggregate(records)
   cats = category_table(records)
   title = f"Experiment {meta.get('name', '')}".strip()
+  steps = f"{meta.get('num_steps')} training steps"
+  if meta.get("finetune_steps") is not None:  # pretrain_finetune
+    steps = (f"{meta.get('num_steps')} steps on the synthetic data, then "
+             f"{meta['finetune_steps']} fine-tuning steps on the original "
+             f"(the original row: {meta.get('num_steps')} steps on the "
+             "original alone)")
   setup = (f"dataset {meta.get('dataset')}, regime {meta.get('regime')}, "
-           f"{meta.get('num_steps')} training steps, batch "
+           f"{steps}, batch "
            f"{meta.get('batch_size')}, beam {meta.get('beam_size')}, "
            f"eval parts {', '.join(meta.get('eval_parts', []))}; "
            f"trainer {meta.get('trainer') or 'seqio'}; "

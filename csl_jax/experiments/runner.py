@@ -819,11 +819,18 @@ def experiment(out_dir: str,
       cell_dir = os.path.join(out_dir, "cells", cell.path)
       stage = _cell_stage(cell, run_dir, synthetic, vocabs[cell.split], cats,
                           cat_files, ctx)
-      # Cells finished earlier cost nothing: count only those to do.
-      left = sum(1 for c in cells[index - 1:] if not _finished(
+      # Cells finished earlier cost nothing: count only those to do (this
+      # one by its key: a changed setting redoes a finished cell).
+      current = cache.is_current(stage, cell_dir)
+      left = (not current) + sum(1 for c in cells[index:] if not _finished(
           os.path.join(out_dir, "cells", c.path)))
-      eta = (f"ETA {_minutes(left * sum(seconds) / len(seconds))} for "
-             f"{left} cell(s)" if seconds else "ETA after the first cell")
+      if current:
+        eta = "cached"
+      elif seconds:
+        eta = (f"ETA {_minutes(left * sum(seconds) / len(seconds))} for "
+               f"{left} cell(s)")
+      else:
+        eta = "ETA after the first cell"
       _say(f"cell {index}/{len(cells)} {dataset} {cell.describe()} -> "
            f"{cell_dir}; {eta}")
       try:
@@ -903,11 +910,13 @@ def _train_arrays_here(arguments: Dict[str, Any]) -> Dict[str, Any]:
   raise RuntimeError(f"{box}: jobs still wait after 3 rounds")
 
 
-def run(out_dir: str, gin_files: Sequence[str] = ()) -> Dict[str, Any]:
-  """`experiment(out_dir)` with its gin bindings; a binding the config must
-  set but does not is an InputError naming it and the gin files given."""
+def run(out_dir: str, gin_files: Sequence[str] = (),
+        **overrides: Any) -> Dict[str, Any]:
+  """`experiment(out_dir, **overrides)` with its gin bindings; a binding
+  the config must set but does not is an InputError naming it and the gin
+  files given."""
   try:
-    return experiment(out_dir)
+    return experiment(out_dir, **overrides)
   except RuntimeError as e:
     if "Required bindings" in str(e):
       raise InputError(_unset_message(str(e), gin_files)) from None

@@ -59,6 +59,15 @@ def stage_key(name: str, inputs: Sequence[str],
           "input_hashes": [hashes[os.fspath(p)] for p in inputs]}
 
 
+def is_current(stage: Stage, directory: str) -> bool:
+  """Whether `run_stage(stage, directory)` would reuse what is there."""
+  old = _read_key(os.path.join(directory, KEY_FILE))
+  return bool(old is not None and old.get("complete") and
+              old.get("key") == stage_key(stage.name, stage.inputs,
+                                          stage.config)["key"] and
+              os.path.exists(os.path.join(directory, SUMMARY_FILE)))
+
+
 def run_stage(stage: Stage, directory: str) -> Dict[str, Any]:
   """Runs `stage` in `directory` unless its key is unchanged; returns its
   summary with `cached` (bool) and `seconds`."""
