@@ -45,7 +45,7 @@ split_flag() {
   FLAG="${1%%=*}"
   if [[ "$1" == *=* ]]; then VALUE="${1#*=}"; USED=1
   elif (( $# >= 2 )); then VALUE="$2"; USED=2
-  else die "$1 needs a value"
+  else die "$1: not a flag of this script, or one without its value (--help)"
   fi
 }
 

@@ -180,6 +180,13 @@ def test_bad_flags_exit_2(script, args):
   assert run(script, *args).returncode == 2
 
 
+def test_an_unknown_flag_last_is_not_called_a_missing_value():
+  out = run("train.sh", "--bogus")
+  assert out.returncode == 2
+  assert out.stderr == ("train.sh: --bogus: not a flag of this script, or "
+                        "one without its value (--help)\n")
+
+
 def test_gpu_bundle_runs_lanes_in_time_then_packs():
   out = run("gpu_bundle.sh", "--bundle", "B", "--lanes", "10", "--pack",
             "/o/back.tgz", "--seconds", "540", "--wheels", "W", "--dry_run")
