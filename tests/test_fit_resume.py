@@ -8,10 +8,12 @@ and history of the uninterrupted run, bit for bit.
 
 import dataclasses
 import os
+import signal
 
 import numpy as np
 import pytest
 
+from csl_jax import stop_request
 from csl_jax.model import train
 from csl_jax.qcfg.rules import parse_rules
 from csl_jax.testing import toy_language
@@ -96,6 +98,35 @@ def test_killed_run_resumes_exactly(uninterrupted, tmp_path, kill):
   start = {"restarts": 0, "converged": final}.get(kill)
   start = step - 1 if start is None else start
   assert steps == list(range(start + 1, final + 1))
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_or_sigterm_checkpoints_the_step_reached(uninterrupted,
+                                                       tmp_path, signum):
+  """A newcomer's SIGTERM in `fit` exited without a word, resuming from
+  the last periodic checkpoint: now the step reached is saved first, and
+  the rerun ends as the uninterrupted run does, bit for bit."""
+  _, reference, _ = uninterrupted
+  at = len(reference[1]) // 2
+  config = dataclasses.replace(CONFIG, checkpoint_every=1000)
+
+  def on_step(step, loss):
+    del loss
+    if step == at:
+      os.kill(os.getpid(), signum)
+
+  with pytest.raises((KeyboardInterrupt, SystemExit)) as stopped:
+    _fit(str(tmp_path), config, on_step=on_step)
+  if signum == signal.SIGINT:
+    assert str(stopped.value) == (f"fit stopped at step {at} (checkpointed);"
+                                  " the same command resumes there")
+  else:
+    assert stopped.value.code == stop_request.EXIT_CODE
+  assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+  steps = []
+  _assert_same(_fit(str(tmp_path), config,
+                    on_step=lambda s, _: steps.append(s)), reference)
+  assert steps[0] == at + 1
 
 
 def test_bookkeeping_fields_do_not_block_resuming(uninterrupted, tmp_path):

@@ -37,6 +37,8 @@ from csl_jax.model import rule_shapes
 from csl_jax.model.forest_arrays import Layout, PaddedForests, common_shape
 from csl_jax.model.source_forests import source_forest_batch
 from csl_jax.qcfg.rules import Rule, format_rule
+from csl_jax.stop_request import EXIT_CODE
+from csl_jax.stop_request import StopRequest
 
 
 @gin.configurable
@@ -314,28 +316,41 @@ def fit(rules: Sequence[Rule], pairs, config: FitConfig, max_nts: int = 4,
   # A checkpoint written when the run converged is final.
   done = (step > _main_start(config) and step % len(batches) == 0 and
           _converged(epochs, config))
-  while step < config.num_steps and not done:
-    k = step % len(batches)
-    params, opt_state, loss = train_step(params, opt_state, batches[k],
-                                         masks[k])
-    step += 1
-    loss = float(loss)
-    history.append((step, loss))
-    if on_step:
-      on_step(step, loss)
-    if not np.isfinite(loss):
-      raise FloatingPointError(f"loss is {loss} at step {step}")
-    # One pass over all batches is the unit of convergence: stop when the
-    # last `patience` passes improved the loss by less than `tolerance`
-    # (relative).
-    if k == len(batches) - 1:
-      epochs.append(float(np.mean([l for _, l in history[-len(batches):]])))
-      if _converged(epochs, config):
-        logging.info("converged at step %d (loss %.6f)", step, epochs[-1])
-        break
-    if step % config.checkpoint_every == 0:
-      save(step)
-  save(step)
+  # SIGTERM, or a first Ctrl-C, checkpoints the step reached and stops (the
+  # restarts above are not checkpointed: there Ctrl-C stops at once).
+  with StopRequest(interrupt=True, announce=(
+      "csl-jax: Ctrl-C: fit checkpoints the step in progress, then stops "
+      "(Ctrl-C again: at once, without it)")) as stop:
+    while step < config.num_steps and not done:
+      k = step % len(batches)
+      params, opt_state, loss = train_step(params, opt_state, batches[k],
+                                           masks[k])
+      step += 1
+      loss = float(loss)
+      history.append((step, loss))
+      if on_step:
+        on_step(step, loss)
+      if not np.isfinite(loss):
+        raise FloatingPointError(f"loss is {loss} at step {step}")
+      # One pass over all batches is the unit of convergence: stop when the
+      # last `patience` passes improved the loss by less than `tolerance`
+      # (relative).
+      if k == len(batches) - 1:
+        epochs.append(float(np.mean([l for _, l in history[-len(batches):]])))
+        if _converged(epochs, config):
+          logging.info("converged at step %d (loss %.6f)", step, epochs[-1])
+          break
+      if step % config.checkpoint_every == 0:
+        save(step)
+      if stop.requested and step < config.num_steps:
+        save(step)
+        if stop.interrupted:
+          raise KeyboardInterrupt(f"fit stopped at step {step} "
+                                  "(checkpointed); the same command "
+                                  "resumes there")
+        logging.info("SIGTERM: fit stopped at step %d (checkpointed)", step)
+        raise SystemExit(EXIT_CODE)
+    save(step)
   if rule_class is not None:
     params = _untied_jit(params, rule_class)
   return params, history, data
