@@ -17,6 +17,8 @@ import os
 import signal
 import threading
 
+from absl import logging
+
 EXIT_CODE = 128 + signal.SIGTERM  # what a process killed by SIGTERM returns
 # Said by a KeyboardInterrupt of a second Ctrl-C: nothing was saved then.
 AT_ONCE = ("stopped at once (Ctrl-C twice), without a checkpoint: the same "
@@ -72,3 +74,12 @@ class StopRequest:
     self._previous = {}
     if self.interrupted and exc_type is None:
       raise KeyboardInterrupt
+
+  def stop(self, what: str, step: int):
+    """Once the step reached is checkpointed: KeyboardInterrupt after a
+    first Ctrl-C, SystemExit(EXIT_CODE) after SIGTERM, each saying so."""
+    if self.interrupted:
+      raise KeyboardInterrupt(f"{what} stopped at step {step} (checkpointed);"
+                              " the same command resumes there")
+    logging.info("SIGTERM: %s stopped at step %d (checkpointed)", what, step)
+    raise SystemExit(EXIT_CODE)

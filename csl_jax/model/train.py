@@ -37,7 +37,6 @@ from csl_jax.model import rule_shapes
 from csl_jax.model.forest_arrays import Layout, PaddedForests, common_shape
 from csl_jax.model.source_forests import source_forest_batch
 from csl_jax.qcfg.rules import Rule, format_rule
-from csl_jax.stop_request import EXIT_CODE
 from csl_jax.stop_request import StopRequest
 
 
@@ -344,12 +343,7 @@ def fit(rules: Sequence[Rule], pairs, config: FitConfig, max_nts: int = 4,
         save(step)
       if stop.requested and step < config.num_steps:
         save(step)
-        if stop.interrupted:
-          raise KeyboardInterrupt(f"fit stopped at step {step} "
-                                  "(checkpointed); the same command "
-                                  "resumes there")
-        logging.info("SIGTERM: fit stopped at step %d (checkpointed)", step)
-        raise SystemExit(EXIT_CODE)
+        stop.stop("fit", step)
     save(step)
   if rule_class is not None:
     params = _untied_jit(params, rule_class)

@@ -40,7 +40,6 @@ from csl_jax.seq2seq import model_selection
 from csl_jax.seq2seq import models
 from csl_jax.seq2seq.config import TrainConfig  # pylint: disable=unused-import
 from csl_jax.seq2seq.config import train_key
-from csl_jax.stop_request import EXIT_CODE
 from csl_jax.stop_request import StopRequest
 from csl_jax.summaries import TensorBoardWriter
 
@@ -738,12 +737,7 @@ def fit(out_dir: str, model_config, config: TrainConfig,
         summaries.close()
         show(history[-1])  # fetched for the checkpoint
         bar.close()  # its last line (or the bar's end) before the message
-        if stop.interrupted:
-          raise KeyboardInterrupt(f"{desc} stopped at step {done} "
-                                  "(checkpointed); the same command "
-                                  "resumes there")
-        logging.info("SIGTERM: stopped at step %d (checkpointed)", done)
-        raise SystemExit(EXIT_CODE)
+        stop.stop(desc, done)
     bar.close()
     fetch()
     # A Ctrl-C now waits for the last save (StopRequest raises it after).
