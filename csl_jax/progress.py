@@ -40,6 +40,17 @@ def bars_enabled() -> bool:
     return False
 
 
+def logs_at(count: float, total: float,
+            previous: Optional[float] = None) -> bool:
+  """Whether a logged progress of `total` writes a line as its count goes
+  from `previous` (default count - 1) to `count`: when it passes into
+  another LOG_EVERY_PERCENT of the total (so a caller can have the line's
+  figures ready, e.g. a trainer its loss)."""
+  previous = count - 1 if previous is None else previous
+  every = LOG_EVERY_PERCENT * total
+  return 100 * count // every > 100 * previous // every
+
+
 class _LoggedProgress(tqdm.tqdm):
   """A disabled tqdm (no bar) that logs a line now and then instead."""
 
@@ -53,10 +64,6 @@ class _LoggedProgress(tqdm.tqdm):
     # count of the whole, at the same tenths as an uninterrupted one's.
     self._count = self._logged = kwargs.get("initial") or 0
     self._start = self._last_log = time.time()
-    self._next_percent = LOG_EVERY_PERCENT
-    if self.total:
-      self._next_percent *= int(100 * self._count //
-                                (LOG_EVERY_PERCENT * self.total)) + 1
     self._closed = False
 
   def __iter__(self):
@@ -69,10 +76,7 @@ class _LoggedProgress(tqdm.tqdm):
     self._count += n
     now = time.time()
     if self.total:
-      percent = 100.0 * self._count / self.total
-      if percent >= self._next_percent:
-        while self._next_percent <= percent:
-          self._next_percent += LOG_EVERY_PERCENT
+      if logs_at(self._count, self.total, self._count - n):
         self._log(now)
     elif now - self._last_log >= LOG_EVERY_SECONDS:
       self._log(now)

@@ -821,7 +821,8 @@ def experiment(out_dir: str,
                           cat_files, ctx)
       # Cells finished earlier cost nothing: count only those to do (this
       # one by its key: a changed setting redoes a finished cell).
-      current = cache.is_current(stage, cell_dir)
+      record = cache.stage_key(stage.name, stage.inputs, stage.config)
+      current = cache.is_current(stage, cell_dir, record)
       left = (not current) + sum(1 for c in cells[index:] if not _finished(
           os.path.join(out_dir, "cells", c.path)))
       if current:
@@ -834,7 +835,7 @@ def experiment(out_dir: str,
       _say(f"cell {index}/{len(cells)} {dataset} {cell.describe()} -> "
            f"{cell_dir}; {eta}")
       try:
-        summary = cache.run_stage(stage, cell_dir)
+        summary = cache.run_stage(stage, cell_dir, record)
       except bundle_lib.Pending:
         pending.append(cell.path)
         _say(f"cell {index}/{len(cells)} {cell.describe()}: exported to "

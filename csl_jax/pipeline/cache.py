@@ -17,7 +17,7 @@ import json
 import os
 import shutil
 import time
-from typing import Any, Dict, Mapping, Sequence
+from typing import Any, Dict, Mapping, Optional, Sequence
 
 from absl import logging
 
@@ -59,19 +59,23 @@ def stage_key(name: str, inputs: Sequence[str],
           "input_hashes": [hashes[os.fspath(p)] for p in inputs]}
 
 
-def is_current(stage: Stage, directory: str) -> bool:
-  """Whether `run_stage(stage, directory)` would reuse what is there."""
+def is_current(stage: Stage, directory: str,
+               record: Optional[Mapping[str, Any]] = None) -> bool:
+  """Whether `run_stage(stage, directory)` would reuse what is there
+  (`record`: the stage's `stage_key`, where the caller has it)."""
+  record = record or stage_key(stage.name, stage.inputs, stage.config)
   old = _read_key(os.path.join(directory, KEY_FILE))
   return bool(old is not None and old.get("complete") and
-              old.get("key") == stage_key(stage.name, stage.inputs,
-                                          stage.config)["key"] and
+              old.get("key") == record["key"] and
               os.path.exists(os.path.join(directory, SUMMARY_FILE)))
 
 
-def run_stage(stage: Stage, directory: str) -> Dict[str, Any]:
+def run_stage(stage: Stage, directory: str,
+              record: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
   """Runs `stage` in `directory` unless its key is unchanged; returns its
-  summary with `cached` (bool) and `seconds`."""
-  record = stage_key(stage.name, stage.inputs, stage.config)
+  summary with `cached` (bool) and `seconds`. `record`: its `stage_key`,
+  where the caller has it (the inputs are hashed once)."""
+  record = record or stage_key(stage.name, stage.inputs, stage.config)
   key_path = os.path.join(directory, KEY_FILE)
   summary_path = os.path.join(directory, SUMMARY_FILE)
   old = _read_key(key_path)

@@ -554,13 +554,6 @@ def _scheduled(step: int, config: TrainConfig) -> bool:
   return step % config.checkpoint_every == 0 or step == config.num_steps
 
 
-def _tenth(done: int, total: int) -> bool:
-  """Whether step `done` of `total` is one a logged progress writes a line
-  at (`progress.LOG_EVERY_PERCENT`)."""
-  every = progress_lib.LOG_EVERY_PERCENT * total
-  return 100 * done // every > 100 * (done - 1) // every
-
-
 def fit(out_dir: str, model_config, config: TrainConfig,
         key: Dict[str, Any], batches: Callable[[int], Iterator[Any]],
         extra_config: Optional[Dict[str, Any]] = None,
@@ -695,7 +688,7 @@ def fit(out_dir: str, model_config, config: TrainConfig,
       done = step + 1
       logged = done % config.log_every == 0 or done == config.num_steps
       # The bar's line of this step, if it writes one, says its loss.
-      tenth = progress and _tenth(done, config.num_steps)
+      tenth = progress and progress_lib.logs_at(done, config.num_steps)
       if logged or tenth:
         scalars = {k: float(v) for k, v in fetch()[-1].items()}
         if tenth or bar_enabled:

@@ -36,10 +36,11 @@ def _read_inputs(path: str) -> List[str]:
 
 
 def _bounded_pairs(path: str, max_source_len: int, max_target_len: int,
-                   skip_too_long: bool) -> Tuple[List, int]:
-  """Token pairs of a TSV; an example over the bounds is an InputError
-  (or skipped and counted), so memory stays bounded."""
-  pairs, skipped = [], 0
+                   skip_too_long: bool) -> Tuple[List, int, List[int]]:
+  """Token pairs of a TSV, their line numbers and how many were skipped;
+  an example over the bounds is an InputError (or skipped and counted), so
+  memory stays bounded."""
+  pairs, skipped, lines = [], 0, []
   for line, e in enumerate(tsv.read_tsv(path), start=1):
     x, y = e.input.split(), e.output.split()
     if len(x) > max_source_len or len(y) > max_target_len:
@@ -51,32 +52,35 @@ def _bounded_pairs(path: str, max_source_len: int, max_target_len: int,
                        "tokens; raise max_source_len/max_target_len or "
                        "pass --skip_too_long)", path, line)
     pairs.append((x, y))
-  return pairs, skipped
+    lines.append(line)
+  return pairs, skipped, lines
 
 
-def _check_outputs_in_cfg(cfg, cfg_path: str, path: str) -> int:
+def _check_outputs_in_cfg(cfg, cfg_path: str, path: str, pairs,
+                          lines: Sequence[int]) -> int:
   """How many training outputs the output CFG rejects. Most of them: an
   InputError (a CFG for another dataset would otherwise fit silently, then
   parse and sample nothing). A few (a word outside a CFG's lexicon, as
   COGS's gen words are for tasks/cogs/varfree.cfg): a warning; the
   parser and sampler never produce those outputs."""
-  verdict: Dict[str, bool] = {}
-  rejected, line = [], 0
-  for line, e in enumerate(tsv.read_tsv(path), start=1):
-    if e.output not in verdict:
-      verdict[e.output] = cfg.recognizes(e.output.split())
-    if not verdict[e.output]:
+  verdict: Dict[Tuple[str, ...], bool] = {}
+  rejected = []
+  for (_, y), line in zip(pairs, lines):
+    y = tuple(y)
+    if y not in verdict:
+      verdict[y] = cfg.recognizes(y)
+    if not verdict[y]:
       rejected.append(line)
-  if 2 * len(rejected) > line:
+  if 2 * len(rejected) > len(pairs):
     raise InputError(
         f"output not in the language of the output CFG {cfg_path} "
-        f"({len(rejected)} of {line} training outputs are not; is it the "
-        "CFG of this dataset?)", path, rejected[0])
+        f"({len(rejected)} of {len(pairs)} training outputs are not; is it "
+        "the CFG of this dataset?)", path, rejected[0])
   if rejected:
     logging.warning(
         "%s:%d: %d of %d training outputs are not in the language of the "
         "output CFG %s: the parser and the sampler never produce them",
-        path, rejected[0], len(rejected), line, cfg_path)
+        path, rejected[0], len(rejected), len(pairs), cfg_path)
   return len(rejected)
 
 
@@ -128,16 +132,16 @@ def fit(out_dir: str, grammar: str, train_data: str,
     raise InputError(f"unlabeled_copies must be >= 1, not {unlabeled_copies}")
   output_cfg = assets.resolve(output_cfg)
   rules = load_rules(grammar)
-  pairs, num_too_long = _bounded_pairs(train_data, max_source_len,
-                                       max_target_len, skip_too_long)
+  pairs, num_too_long, lines = _bounded_pairs(
+      train_data, max_source_len, max_target_len, skip_too_long)
   outside_cfg = None
   if output_cfg:  # a bad or wrong CFG fails now, not after training
     outside_cfg = _check_outputs_in_cfg(load_output_cfg(output_cfg),
-                                        output_cfg, train_data)
+                                        output_cfg, train_data, pairs, lines)
   held = None
   if eval_data:
-    held, _ = _bounded_pairs(eval_data, max_source_len, max_target_len,
-                             skip_too_long)
+    held, _, _ = _bounded_pairs(eval_data, max_source_len, max_target_len,
+                                skip_too_long)
   unlabeled_inputs = _read_inputs(unlabeled) if unlabeled else None
   os.makedirs(out_dir, exist_ok=True)
   summary: Dict[str, Any] = {"num_skipped_too_long": num_too_long}
