@@ -23,7 +23,18 @@ gin/experiments/scan_pcfg_bt.gin's reverse model (64 in, 16 out), word
 vocabulary, greedy decoding. `--seeds` trains each setting once per seed
 (initialization and data order): how far a reverse model extrapolates
 varies by seed (BENCHMARKS.md, Issue 13, "The forward budget doubled again").
+
+`--hold_out REGEX` asks the other thing SCAN length's test needs of a
+reverse model: to write a construction it never saw in its targets (the
+test's `verb around dir thrice`, in no training command). Training keeps
+the pairs whose command does not match REGEX (all lengths); the test is up
+to `--dev` of those that do, e.g. `(walk|run|jump|look) around (left|right)
+twice` (`turn around left twice` stays in training, as `turn around left
+thrice` does in SCAN length's). `--dropouts` crosses every setting with
+the model's dropout rates (cpu_small's is 0).
 """
+
+import re
 
 import argparse
 import json
@@ -48,15 +59,23 @@ MODEL = [f"--gin.seq2seq.{k}={v}" for k, v in (
     ("TrainConfig.learning_rate", 2e-3), ("TrainConfig.warmup_steps", 200))]
 
 
-def make_data(out: str, train_max: int, dev: int) -> str:
+def make_data(out: str, train_max: int, dev: int, hold_out: str = "") -> str:
   """train.tsv: programs <= train_max actions -> commands; test.tsv: up to
-  `dev` of the longer ones (a fixed shuffle)."""
+  `dev` of the longer ones (a fixed shuffle). With `hold_out`, the split is
+  by whether the command matches it instead."""
   data = os.path.join(out, "data")
   os.makedirs(data, exist_ok=True)
   train, _ = scan.make_split("length")
   reverse = [tsv.Example(e.output, e.input) for e in train]
-  short = [e for e in reverse if len(e.input.split()) <= train_max]
-  long = [e for e in reverse if len(e.input.split()) > train_max]
+  if hold_out:
+    held = re.compile(hold_out)
+    short = [e for e in reverse if not held.search(e.output)]
+    long = [e for e in reverse if held.search(e.output)]
+  else:
+    short = [e for e in reverse if len(e.input.split()) <= train_max]
+    long = [e for e in reverse if len(e.input.split()) > train_max]
+  if not long:
+    sys.exit(f"no training command matches --hold_out {hold_out!r}")
   random.Random(0).shuffle(long)
   tsv.write_tsv(os.path.join(data, "train.tsv"), short)
   tsv.write_tsv(os.path.join(data, "test.tsv"), long[:dev])
@@ -71,34 +90,38 @@ def _csl_jax(args, env):
     sys.exit(f"csl-jax {args[0]} failed:\n{proc.stderr[-3000:]}")
 
 
-def correct(predictions: str):
-  """(share of valid SCAN commands, share that evaluate to their program)."""
+def correct(predictions: str, hold_out: str = ""):
+  """(share of valid SCAN commands, share that evaluate to their program,
+  share written with the held-out construction)."""
   with open(predictions, encoding="utf-8") as f:
     rows = [line.rstrip("\n").split("\t") for line in f]
-  valid = right = 0
+  valid = right = written = 0
   for row in rows:
     program, command = row[0], row[-1]
+    written += bool(hold_out and re.search(hold_out, command))
     try:
       actions = scan.interpret(command)
     except InputError:
       continue
     valid += 1
     right += actions == program
-  return valid / len(rows), right / len(rows)
+  return valid / len(rows), right / len(rows), written / len(rows)
 
 
-def run_setting(out: str, data: str, setting: str, seed: int, env) -> dict:
+def run_setting(out: str, data: str, setting: str, seed: int, env,
+                dropout: float = 0.0, hold_out: str = "") -> dict:
   plain, absolute = (setting[:-len("+abs")], True) if setting.endswith(
       "+abs") else (setting, False)
   parts = plain.split(":")
   flags = [f"--gin.seq2seq.TrainConfig.num_steps={int(parts[0])}",
            f"--gin.seq2seq.TrainConfig.seed={seed}",
-           f"--gin.seq2seq.Seq2SeqConfig.absolute_positions={absolute}"]
+           f"--gin.seq2seq.Seq2SeqConfig.absolute_positions={absolute}",
+           f"--gin.seq2seq.Seq2SeqConfig.dropout={dropout}"]
   if len(parts) == 3:
     flags += [f"--gin.seq2seq.Seq2SeqConfig.num_buckets={int(parts[1])}",
               f"--gin.seq2seq.Seq2SeqConfig.max_distance={int(parts[2])}"]
   name = setting.replace(":", "_").replace("+", "_") + (
-      f"_seed{seed}" if seed else "")
+      f"_drop{dropout:g}" if dropout else "") + (f"_seed{seed}" if seed else "")
   model = os.path.join(out, f"model_{name}")
   task = ["--task", "reverse_budget", "--data_dir", data]
   start = time.time()
@@ -111,10 +134,12 @@ def run_setting(out: str, data: str, setting: str, seed: int, env) -> dict:
     final_loss = json.load(f)["final_loss"]
   with open(os.path.join(predictions, "summary.json"), encoding="utf-8") as f:
     exact = json.load(f)["exact_match"]
-  valid, right = correct(os.path.join(predictions, "predictions.tsv"))
-  return {"setting": setting, "seed": seed, "train_seconds": round(seconds, 1),
+  valid, right, written = correct(
+      os.path.join(predictions, "predictions.tsv"), hold_out)
+  return {"setting": setting, "dropout": dropout, "seed": seed, "train_seconds": round(seconds, 1),
           "final_loss": round(final_loss, 4), "exact_match": exact,
-          "valid": round(100 * valid, 1), "correct": round(100 * right, 1)}
+          "valid": round(100 * valid, 1), "correct": round(100 * right, 1),
+          "written_with_held_out": round(100 * written, 1)}
 
 
 def main() -> None:
@@ -124,25 +149,32 @@ def main() -> None:
   p.add_argument("--train_max", type=int, default=16)
   p.add_argument("--dev", type=int, default=1000)
   p.add_argument("--seeds", type=int, nargs="+", default=[0])
+  p.add_argument("--dropouts", type=float, nargs="+", default=[0.0])
+  p.add_argument("--hold_out", default="",
+                 help="a regex over commands: test on the matching pairs")
   args = p.parse_args()
-  data = make_data(args.out, args.train_max, args.dev)
+  data = make_data(args.out, args.train_max, args.dev, args.hold_out)
   spm = os.path.join(args.out, "vocab", "spm")
   env = dict(os.environ)
   _csl_jax(["vocab", "--tsv", os.path.join(data, "train.tsv"), "--tsv",
             os.path.join(data, "test.tsv"), "--out", spm, "--model_type",
             "word"], env)
   env.update(CSL_JAX_VOCAB="sentencepiece", CSL_JAX_SPM=spm + ".model")
-  print("| setting | seed | train s | final loss | exact match | valid | "
-        "correct |\n|---|---|---|---|---|---|---|")
+  print("| setting | dropout | seed | train s | final loss | exact match | "
+        "valid | correct | written with the held-out construction |\n"
+        "|---|---|---|---|---|---|---|---|---|")
   rows = []
   for setting in args.settings:
     for seed in args.seeds:
-      r = run_setting(args.out, data, setting, seed, env)
-      rows.append(r)
-      print(f"| {r['setting']} | {seed} | {r['train_seconds']} | "
-            f"{r['final_loss']} | "
-            f"{r['exact_match']:.1f} % | {r['valid']} % | {r['correct']} % |",
-            flush=True)
+      for dropout in args.dropouts:
+        r = run_setting(args.out, data, setting, seed, env, dropout,
+                        args.hold_out)
+        rows.append(r)
+        print(f"| {r['setting']} | {dropout:g} | {seed} | {r['train_seconds']} | "
+              f"{r['final_loss']} | "
+              f"{r['exact_match']:.1f} % | {r['valid']} % | {r['correct']} % | "
+              f"{r['written_with_held_out']} % |",
+              flush=True)
   with open(os.path.join(args.out, "results.json"), "w",
             encoding="utf-8") as f:
     json.dump(rows, f, indent=1)

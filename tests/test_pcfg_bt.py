@@ -520,9 +520,9 @@ def test_t5x_predictions_that_do_not_fit_are_clear_errors(tmp_path):
 
 def test_bench_reverse_budget_scores_commands_by_their_actions(
     load_script, tmp_path):
-  """The reverse-model probe's two shares, counted by hand: of four decoded
-  commands, three are SCAN commands and two of those evaluate to their
-  program."""
+  """The reverse-model probe's shares, counted by hand: of four decoded
+  commands, three are SCAN commands, two of those evaluate to their
+  program, and one is written with the held-out `jump twice`."""
   bench = load_script("bench_reverse_budget", "benchmarks")
   rows = [("I_JUMP I_JUMP", "jump twice", "jump twice"),        # right
           ("I_JUMP I_JUMP", "jump twice", "jump and jump"),     # right
@@ -531,7 +531,26 @@ def test_bench_reverse_budget_scores_commands_by_their_actions(
   path = tmp_path / "predictions.tsv"
   path.write_text("".join("\t".join(r) + "\n" for r in rows),
                   encoding="utf-8")
-  assert bench.correct(str(path)) == (0.75, 0.5)
+  assert bench.correct(str(path)) == (0.75, 0.5, 0.0)
+  assert bench.correct(str(path), r"jump twice") == (0.75, 0.5, 0.25)
+
+
+def test_bench_reverse_budget_holds_out_a_construction(load_script,
+                                                       tmp_path):
+  """--hold_out: training keeps SCAN length's pairs whose command does not
+  match; the test holds only matching ones, as (program, command)."""
+  bench = load_script("bench_reverse_budget", "benchmarks")
+  pattern = r"(walk|run|jump|look) around (left|right) twice"
+  data = bench.make_data(str(tmp_path), 16, 50, pattern)
+  def rows(part):
+    with open(os.path.join(data, f"{part}.tsv"), encoding="utf-8") as f:
+      return [line.rstrip("\n").split("\t") for line in f]
+  train, test = rows("train"), rows("test")
+  assert len(test) == 50
+  assert all(re.search(pattern, command) for _, command in test)
+  assert not any(re.search(pattern, command) for _, command in train)
+  assert any(c.startswith("turn around left twice") for _, c in train)
+  assert len(train) + 2120 == 16990  # counted with the same regex
 
 
 def test_bench_scan_bt_correct_counts_new_programs_apart(load_script):
