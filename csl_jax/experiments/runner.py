@@ -673,57 +673,10 @@ def experiment(out_dir: str,
     _say(f"{len(cells)} cells: {len(splits)} split(s) × {len(rows)} "
          f"training data × {len(seeds)} seed(s) into {out_dir}")
     # 1. Augmentation runs (cached stage by stage).
-    run_dirs: Dict[tuple, str] = {}
-    waiting = []  # augmentation jobs exported to the bundle (or elsewhere)
-    hows = []  # what the jobs that are not a bundle's say to run
-    bundled = {}
-    if bundle and any(m.startswith("pcfg_bt") for m in needed):
-      from csl_jax.methods.pcfg_bt import method as pcfg_bt_method  # pylint: disable=g-import-not-at-top,unused-import
-      bundled["pcfg_bt.PCFGBT.bundle"] = os.path.abspath(bundle)
-    for split in splits:
-      per_seed = synthetic_per_seed and needed
-      template = None
-      for seed in (seeds if per_seed else seeds[:1]):
-        run_dir = os.path.join(out_dir, "augment", split,
-                               f"seed_{seed}" if per_seed else "shared")
-        if template and not os.path.exists(run_dir):
-          # Induction and fitting do not depend on the seed: a copy keeps
-          # them cached (keys are by content), only sampling reruns.
-          tmp = f"{run_dir}.tmp.{os.getpid()}"
-          shutil.rmtree(tmp, ignore_errors=True)
-          shutil.copytree(template, tmp,
-                          ignore=shutil.ignore_patterns(lock.LOCK_FILE))
-          os.replace(tmp, run_dir)
-        tick = time.time()
-        try:
-          with configs.bound({**dict.fromkeys(
-              synthetic_seed_params if per_seed else (), seed), **bundled},
-                             "experiment.synthetic_seed_params"):
-            summary = augment_lib.augment(
-                run_dir, dataset=dataset,
-                split=split if spec.splits else None,
-                data_dir=data_dir, dataset_options=dataset_options,
-                methods=needed, select=selectors,
-                select_num=select_num if selectors else None,
-                select_seed=seed if per_seed else 0, wait=wait)
-        except bundle_lib.Pending as e:
-          waiting.extend(e.cells)
-          if e.how:  # not a bundle's: what to run is the method's to say
-            hows.append(e.how)
-            _say(f"augment {split} seed {seed}: waits ({e.how})")
-          else:
-            _say(f"augment {split} seed {seed}: a job exported to {bundle}")
-          template = template or run_dir
-          run_dirs[(split, seed)] = run_dir
-          continue
-        cached = all(s.get("cached") for s in summary["stages"].values())
-        _say(f"augment {split} seed {seed}: {run_dir} "
-             f"({'cached' if cached else _minutes(time.time() - tick)})")
-        template = template or run_dir
-        run_dirs[(split, seed)] = run_dir
-      if not per_seed:
-        for s in seeds:
-          run_dirs[(split, s)] = run_dirs[(split, seeds[0])]
+    run_dirs, waiting, hows = _augmentation_runs(
+        out_dir, dataset, spec, splits, seeds, needed, selectors, select_num,
+        synthetic_per_seed, synthetic_seed_params, bundle, data_dir,
+        dataset_options, wait)
     if waiting:  # the cells need the synthetic data: a second round
       if hows:
         _say(f"{len(waiting)} augmentation job(s) wait: do what each says "
@@ -736,130 +689,16 @@ def experiment(out_dir: str,
       return {"results": os.path.join(out_dir, results_lib.RESULTS_JSONL),
               "num_cells": len(cells), "records": [], "pending": waiting}
     # 2. A word vocabulary per split, of every original part.
-    vocabs = {}
-    for split in splits:
-      data_out = os.path.join(run_dirs[(split, seeds[0])],
-                              augment_lib.DATA_DIR)
-      part_files = sorted(os.path.join(data_out, f)
-                          for f in os.listdir(data_out) if f.endswith(".tsv"))
-      for part in eval_parts:
-        if not os.path.exists(os.path.join(data_out, f"{part}.tsv")):
-          raise InputError(f"experiment.eval_parts: {dataset} {split} has "
-                           f"no {part} part", data_out)
-      if dev_spec and not os.path.exists(
-          os.path.join(data_out, f"{dev_spec['part']}.tsv")):
-        raise InputError(f"experiment.dev: {dataset} {split} has no "
-                         f"{dev_spec['part']} part", data_out)
-      # Methods that make new tokens (primaug, augzero): the vocabulary
-      # has them too, listed in a file of its inputs (only then: the
-      # vocabulary of other grids keeps its key).
-      adding = [m for m in needed
-                if getattr(method_base.get(m), "adds_tokens", False)]
-      extra = []
-      if adding:
-        extra = _new_tokens(part_files, [
-            path for s in seeds for m, path in
-            tasks.registry.find_methods(run_dirs[(split, s)])[0].items()
-            if m in adding], keep=os.path.join(
-                out_dir, "vocab", f"{split}_new_tokens.json"))
-      if extra:
-        path = os.path.join(out_dir, "vocab", f"{split}_new_tokens.tsv")
-        atomic_write_text(path, "".join(f"{t}\t{t}\n" for t in extra))
-        part_files.append(path)
-      stage = method_base.Stage(
-          "vocab", part_files, {"model_type": vocab_model_type},
-          lambda d, files=part_files: _train_vocab(d, files,
-                                                   vocab_model_type))
-      vocab_dir = os.path.join(out_dir, "vocab", split)
-      cache.run_stage(stage, vocab_dir)
-      # Not the summary's path: the experiment may move or run elsewhere.
-      vocabs[split] = os.path.join(vocab_dir, "spm.model")
+    vocabs = {split: _split_vocabulary(
+        out_dir, dataset, split, [run_dirs[(split, s)] for s in seeds],
+        eval_parts, dev_spec, needed, vocab_model_type) for split in splits}
     # 3. The cells.
     ctx = _Context(out_dir, dataset, regime, finetune_steps, eval_parts,
                    beam_size, decode_batch_size, model_config, train_config,
                    row_mixing, os.path.abspath(bundle) if bundle else None,
                    dev_spec)
-    records, cell_dirs, seconds, pending = [], {}, [], []
-    run_methods = {}  # run_dir -> (methods found, their rates): per run once
-    for index, cell in enumerate(cells, start=1):
-      run_dir = run_dirs[(cell.split, cell.seed)]
-      vocabulary = tasks.vocab.get_vocabulary("sentencepiece",
-                                              vocabs[cell.split])
-      task = _task_name(dataset, cell.split)
-      if run_dir not in run_methods:
-        found, _ = tasks.registry.find_methods(run_dir)
-        run_methods[run_dir] = found, _mixture_rates(
-            found, row_mixing,
-            os.path.join(run_dir, augment_lib.DATA_DIR, "train.tsv"))
-      found, rates = run_methods[run_dir]
-      try:
-        # No $CSL_JAX_INPUT_PREFIX (a T5 task prompt): cells train from
-        # scratch and score against the TSVs' own inputs.
-        tasks.register_run(run_dir, name=task, vocabulary=vocabulary,
-                           input_prefix="", **rates)
-      except ValueError as e:
-        raise InputError(str(e)) from None
-      synthetic = None
-      if cell.data != grid_lib.ORIGINAL:
-        synthetic = found.get(cell.data)
-        if not synthetic:
-          raise InputError(f"{run_dir} has no synthetic data of "
-                           f"{cell.data!r}")
-      data_part = os.path.join(run_dir, augment_lib.DATA_DIR)
-      cats, cat_files = {}, []
-      for part in eval_parts:
-        spec_file = categories.get(part)
-        cats[part] = load_categories(os.path.join(data_part, f"{part}.tsv"),
-                                     data_dir, spec_file)
-        if spec_file:
-          cat_files.append(os.path.join(data_dir or "", f"{part}.tsv")
-                           if spec_file == "column3" else
-                           (spec_file if os.path.isabs(spec_file)
-                            else os.path.join(data_dir or "", spec_file)))
-      cell_dir = os.path.join(out_dir, "cells", cell.path)
-      stage = _cell_stage(cell, run_dir, synthetic, vocabs[cell.split], cats,
-                          cat_files, ctx)
-      # Cells finished earlier cost nothing: count only those to do (this
-      # one by its key: a changed setting redoes a finished cell).
-      record = cache.stage_key(stage.name, stage.inputs, stage.config)
-      current = cache.is_current(stage, cell_dir, record)
-      left = (not current) + sum(1 for c in cells[index:] if not _finished(
-          os.path.join(out_dir, "cells", c.path)))
-      if current:
-        eta = "cached"
-      elif seconds:
-        eta = (f"ETA {_minutes(left * sum(seconds) / len(seconds))} for "
-               f"{left} cell(s)")
-      else:
-        eta = "ETA after the first cell"
-      _say(f"cell {index}/{len(cells)} {dataset} {cell.describe()} -> "
-           f"{cell_dir}; {eta}")
-      try:
-        summary = cache.run_stage(stage, cell_dir, record)
-      except bundle_lib.Pending:
-        pending.append(cell.path)
-        _say(f"cell {index}/{len(cells)} {cell.describe()}: exported to "
-             f"{bundle}")
-        continue
-      if summary.get("seconds") is not None:  # a cached cell's own time
-        seconds.append(summary["seconds"])
-      train_files = [os.path.join(data_part, "train.tsv")] + (
-          [synthetic] if synthetic else [])
-      record = _record(cell, summary, _count_lines(train_files[0]),
-                       _count_lines(synthetic), cell_dir, eval_parts,
-                       _seen_by_part(cell_dir, eval_parts, train_files,
-                                     dev_spec))
-      _say(f"cell {index}/{len(cells)} {cell.describe()}: "
-           f"{record['eval_part']} exact match {record['accuracy']:.2f}% "
-           + ("(cached)" if summary.get("cached") else
-              f"in {_minutes(summary['seconds'])} (train "
-              f"{record['examples_per_second'] or 0:.0f} examples/s)"))
-      records.append(record)
-      cell_dirs[(cell.split, cell.data, cell.seed)] = [
-          os.path.join(cell_dir, d) for d in ("pretrain", "train")
-          if os.path.isdir(os.path.join(cell_dir, d))]
-      results_lib.write_jsonl(out_dir, records)
-      results_lib.write_tables(out_dir, records, rows, meta, {})
+    records, cell_dirs, pending = _run_cells(
+        ctx, cells, run_dirs, vocabs, categories, data_dir, rows, meta)
     if pending:
       _say(f"{len(pending)} cell(s) wait in the bundle {bundle}: `csl-jax "
            f"run-bundle {bundle}` trains them where the accelerator is "
@@ -874,6 +713,199 @@ def experiment(out_dir: str,
   return {"results": os.path.join(out_dir, results_lib.RESULTS_JSONL),
           "num_cells": len(cells), "records": records, **written,
           "plots": plots}
+
+
+def _augmentation_runs(out_dir, dataset, spec, splits, seeds, needed, selectors,
+                       select_num, synthetic_per_seed, synthetic_seed_params,
+                       bundle, data_dir, dataset_options, wait):
+  """Runs the pipeline once per split and seed (once per split without
+  `synthetic_per_seed`). Returns ({(split, seed): run directory}, the
+  bundle cells that wait, what the waiting jobs that are not a bundle's
+  say to run)."""
+  run_dirs: Dict[tuple, str] = {}
+  waiting = []  # augmentation jobs exported to the bundle (or elsewhere)
+  hows = []  # what the jobs that are not a bundle's say to run
+  bundled = {}
+  if bundle and any(m.startswith("pcfg_bt") for m in needed):
+    from csl_jax.methods.pcfg_bt import method as pcfg_bt_method  # pylint: disable=g-import-not-at-top,unused-import
+    bundled["pcfg_bt.PCFGBT.bundle"] = os.path.abspath(bundle)
+  for split in splits:
+    per_seed = synthetic_per_seed and needed
+    template = None
+    for seed in (seeds if per_seed else seeds[:1]):
+      run_dir = os.path.join(out_dir, "augment", split,
+                             f"seed_{seed}" if per_seed else "shared")
+      if template and not os.path.exists(run_dir):
+        # Induction and fitting do not depend on the seed: a copy keeps
+        # them cached (keys are by content), only sampling reruns.
+        tmp = f"{run_dir}.tmp.{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.copytree(template, tmp,
+                        ignore=shutil.ignore_patterns(lock.LOCK_FILE))
+        os.replace(tmp, run_dir)
+      tick = time.time()
+      try:
+        with configs.bound({**dict.fromkeys(
+            synthetic_seed_params if per_seed else (), seed), **bundled},
+                           "experiment.synthetic_seed_params"):
+          summary = augment_lib.augment(
+              run_dir, dataset=dataset,
+              split=split if spec.splits else None,
+              data_dir=data_dir, dataset_options=dataset_options,
+              methods=needed, select=selectors,
+              select_num=select_num if selectors else None,
+              select_seed=seed if per_seed else 0, wait=wait)
+      except bundle_lib.Pending as e:
+        waiting.extend(e.cells)
+        if e.how:  # not a bundle's: what to run is the method's to say
+          hows.append(e.how)
+          _say(f"augment {split} seed {seed}: waits ({e.how})")
+        else:
+          _say(f"augment {split} seed {seed}: a job exported to {bundle}")
+        template = template or run_dir
+        run_dirs[(split, seed)] = run_dir
+        continue
+      cached = all(s.get("cached") for s in summary["stages"].values())
+      _say(f"augment {split} seed {seed}: {run_dir} "
+           f"({'cached' if cached else _minutes(time.time() - tick)})")
+      template = template or run_dir
+      run_dirs[(split, seed)] = run_dir
+    if not per_seed:
+      for s in seeds:
+        run_dirs[(split, s)] = run_dirs[(split, seeds[0])]
+  return run_dirs, waiting, hows
+
+
+def _split_vocabulary(out_dir, dataset, split, split_run_dirs, eval_parts,
+                      dev_spec, needed, vocab_model_type) -> str:
+  """The split's SentencePiece model (a cached stage) of every original
+  part and the new tokens of the methods that make them; its path."""
+  import tasks  # pylint: disable=g-import-not-at-top
+  data_out = os.path.join(split_run_dirs[0], augment_lib.DATA_DIR)
+  part_files = sorted(os.path.join(data_out, f)
+                      for f in os.listdir(data_out) if f.endswith(".tsv"))
+  for part in eval_parts:
+    if not os.path.exists(os.path.join(data_out, f"{part}.tsv")):
+      raise InputError(f"experiment.eval_parts: {dataset} {split} has "
+                       f"no {part} part", data_out)
+  if dev_spec and not os.path.exists(
+      os.path.join(data_out, f"{dev_spec['part']}.tsv")):
+    raise InputError(f"experiment.dev: {dataset} {split} has no "
+                     f"{dev_spec['part']} part", data_out)
+  # Methods that make new tokens (primaug, augzero): the vocabulary
+  # has them too, listed in a file of its inputs (only then: the
+  # vocabulary of other grids keeps its key).
+  adding = [m for m in needed
+            if getattr(method_base.get(m), "adds_tokens", False)]
+  extra = []
+  if adding:
+    extra = _new_tokens(part_files, [
+        path for run_dir in split_run_dirs for m, path in
+        tasks.registry.find_methods(run_dir)[0].items()
+        if m in adding], keep=os.path.join(
+            out_dir, "vocab", f"{split}_new_tokens.json"))
+  if extra:
+    path = os.path.join(out_dir, "vocab", f"{split}_new_tokens.tsv")
+    atomic_write_text(path, "".join(f"{t}\t{t}\n" for t in extra))
+    part_files.append(path)
+  stage = method_base.Stage(
+      "vocab", part_files, {"model_type": vocab_model_type},
+      lambda d, files=part_files: _train_vocab(d, files, vocab_model_type))
+  vocab_dir = os.path.join(out_dir, "vocab", split)
+  cache.run_stage(stage, vocab_dir)
+  # Not the summary's path: the experiment may move or run elsewhere.
+  return os.path.join(vocab_dir, "spm.model")
+
+
+def _run_cells(ctx: "_Context", cells, run_dirs, vocabs, categories,
+               data_dir, rows, meta):
+  """Trains and scores each cell (a cached stage; exported instead with a
+  bundle), writing the results after each. Returns (records, {(split,
+  data, seed): the cell's model directories}, the exported cells)."""
+  import tasks  # pylint: disable=g-import-not-at-top
+  out_dir, dataset, eval_parts = ctx.out_dir, ctx.dataset, ctx.eval_parts
+  records, cell_dirs, seconds, pending = [], {}, [], []
+  run_methods = {}  # run_dir -> (methods found, their rates): per run once
+  for index, cell in enumerate(cells, start=1):
+    run_dir = run_dirs[(cell.split, cell.seed)]
+    vocabulary = tasks.vocab.get_vocabulary("sentencepiece",
+                                            vocabs[cell.split])
+    task = _task_name(dataset, cell.split)
+    if run_dir not in run_methods:
+      found, _ = tasks.registry.find_methods(run_dir)
+      run_methods[run_dir] = found, _mixture_rates(
+          found, ctx.mixing,
+          os.path.join(run_dir, augment_lib.DATA_DIR, "train.tsv"))
+    found, rates = run_methods[run_dir]
+    try:
+      # No $CSL_JAX_INPUT_PREFIX (a T5 task prompt): cells train from
+      # scratch and score against the TSVs' own inputs.
+      tasks.register_run(run_dir, name=task, vocabulary=vocabulary,
+                         input_prefix="", **rates)
+    except ValueError as e:
+      raise InputError(str(e)) from None
+    synthetic = None
+    if cell.data != grid_lib.ORIGINAL:
+      synthetic = found.get(cell.data)
+      if not synthetic:
+        raise InputError(f"{run_dir} has no synthetic data of "
+                         f"{cell.data!r}")
+    data_part = os.path.join(run_dir, augment_lib.DATA_DIR)
+    cats, cat_files = {}, []
+    for part in eval_parts:
+      spec_file = categories.get(part)
+      cats[part] = load_categories(os.path.join(data_part, f"{part}.tsv"),
+                                   data_dir, spec_file)
+      if spec_file:
+        cat_files.append(os.path.join(data_dir or "", f"{part}.tsv")
+                         if spec_file == "column3" else
+                         (spec_file if os.path.isabs(spec_file)
+                          else os.path.join(data_dir or "", spec_file)))
+    cell_dir = os.path.join(out_dir, "cells", cell.path)
+    stage = _cell_stage(cell, run_dir, synthetic, vocabs[cell.split], cats,
+                        cat_files, ctx)
+    # Cells finished earlier cost nothing: count only those to do (this
+    # one by its key: a changed setting redoes a finished cell).
+    record = cache.stage_key(stage.name, stage.inputs, stage.config)
+    current = cache.is_current(stage, cell_dir, record)
+    left = (not current) + sum(1 for c in cells[index:] if not _finished(
+        os.path.join(out_dir, "cells", c.path)))
+    if current:
+      eta = "cached"
+    elif seconds:
+      eta = (f"ETA {_minutes(left * sum(seconds) / len(seconds))} for "
+             f"{left} cell(s)")
+    else:
+      eta = "ETA after the first cell"
+    _say(f"cell {index}/{len(cells)} {dataset} {cell.describe()} -> "
+         f"{cell_dir}; {eta}")
+    try:
+      summary = cache.run_stage(stage, cell_dir, record)
+    except bundle_lib.Pending:
+      pending.append(cell.path)
+      _say(f"cell {index}/{len(cells)} {cell.describe()}: exported to "
+           f"{ctx.bundle}")
+      continue
+    if summary.get("seconds") is not None:  # a cached cell's own time
+      seconds.append(summary["seconds"])
+    train_files = [os.path.join(data_part, "train.tsv")] + (
+        [synthetic] if synthetic else [])
+    record = _record(cell, summary, _count_lines(train_files[0]),
+                     _count_lines(synthetic), cell_dir, eval_parts,
+                     _seen_by_part(cell_dir, eval_parts, train_files,
+                                   ctx.dev))
+    _say(f"cell {index}/{len(cells)} {cell.describe()}: "
+         f"{record['eval_part']} exact match {record['accuracy']:.2f}% "
+         + ("(cached)" if summary.get("cached") else
+            f"in {_minutes(summary['seconds'])} (train "
+            f"{record['examples_per_second'] or 0:.0f} examples/s)"))
+    records.append(record)
+    cell_dirs[(cell.split, cell.data, cell.seed)] = [
+        os.path.join(cell_dir, d) for d in ("pretrain", "train")
+        if os.path.isdir(os.path.join(cell_dir, d))]
+    results_lib.write_jsonl(out_dir, records)
+    results_lib.write_tables(out_dir, records, rows, meta, {})
+  return records, cell_dirs, pending
 
 
 def _unset_message(error: str, gin_files: Sequence[str]) -> str:
