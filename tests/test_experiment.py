@@ -22,6 +22,7 @@ from csl_jax.cli import main as cli
 from csl_jax.data import tsv
 from csl_jax.errors import InputError
 from csl_jax.errors import Pending
+from csl_jax.experiments import cell as cell_lib
 from csl_jax.experiments import grid
 from csl_jax.experiments import results
 from csl_jax.experiments import runner
@@ -293,11 +294,11 @@ def test_seen_and_unseen_outputs_by_hand(tmp_path):
   records = []
   for seed, (n_ok, u_ok) in enumerate(((1, 1), (3, 0))):
     counts = {"test": {"seen": [3, n_ok], "unseen": [2, u_ok]}}
-    record = runner._record(  # pylint: disable=protected-access
+    record = cell_lib.record(
         grid.Cell("toy", "csl", seed), {"parts": {"test": {
             "accuracy": 0.0, "num_examples": 5, "by_length": {}}},
-                                            "train": {}, "train_seconds": 0,
-                                            "decode_seconds": 0}, 1, 1, "d",
+                                        "train": {}, "train_seconds": 0,
+                                        "decode_seconds": 0}, 1, 1, "d",
         ["test"], counts)
     records.append(record)
   assert records[0]["accuracy_seen_by_part"] == {"test": 100 / 3}
@@ -309,7 +310,7 @@ def test_seen_and_unseen_outputs_by_hand(tmp_path):
   assert table["csl"]["toy unseen"]["mean"] == 25.0
   assert table["csl"]["toy % seen"] == {"mean": 60.0, "std": 0.0, "n": 2}
   # No seen example: no seen accuracy (not 0), left out of the mean.
-  none = runner._record(  # pylint: disable=protected-access
+  none = cell_lib.record(
       grid.Cell("toy", "original", 0), {"parts": {"test": {
           "accuracy": 50.0, "num_examples": 2, "by_length": {}}},
                                         "train": {}, "train_seconds": 0,
@@ -330,7 +331,7 @@ def test_the_first_eval_part_is_the_tables_cached_or_not():
             "by_length": {str(length): [10, accuracy // 10]}}
   summary = {"parts": {"gen": part(10.0, 5), "test": part(40.0, 3)},
              "train": {}, "train_seconds": 0, "decode_seconds": 0}
-  record = runner._record(  # pylint: disable=protected-access
+  record = cell_lib.record(
       grid.Cell("s", "original", 0), summary, 1, 0, "d", ["test", "gen"])
   assert (record["eval_part"], record["accuracy"]) == ("test", 40.0)
   assert list(record["accuracy_by_part"]) == ["test", "gen"]
@@ -406,7 +407,7 @@ def test_experiment_writes_results_and_resumes_after_kill(
   # Targets the model's length cannot hold are counted (and said).
   with open(os.path.join(records[1]["dir"], "summary.json")) as f:
     assert json.load(f)["parts"]["test"]["targets_too_long"] == 0
-  assert runner._too_long(  # pylint: disable=protected-access
+  assert cell_lib.too_long_targets(
       "tsv_toy", ["c b a", "a b c d a b"], 6) == 1  # pieces + EOS: 4, 7
   # The key: data by content, model and trainer config, seed.
   with open(os.path.join(records[1]["dir"], "stage_key.json")) as f:

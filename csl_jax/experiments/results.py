@@ -186,7 +186,7 @@ def difference_text(stats: Mapping[str, float]) -> str:
 def seen_table(records: Sequence[Mapping[str, Any]]
                ) -> Dict[str, Dict[str, Dict[str, float]]]:
   """{data: {"<column> seen" | "<column> unseen" | "<column> % seen":
-  mean_std}} over the records that have them (`runner._seen_by_part`),
+  mean_std}} over the records that have them (`cell.seen_by_part`),
   each column's three side by side."""
   fields = (("accuracy_seen", "seen"), ("accuracy_unseen", "unseen"),
             ("seen_share", "% seen"))
