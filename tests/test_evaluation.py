@@ -7,6 +7,7 @@ import os
 import pytest
 
 from csl_jax import evaluation
+from csl_jax.errors import InputError
 from csl_jax.model.evaluation import Prediction, breakdown
 from csl_jax.summaries import TensorBoardWriter
 
@@ -35,6 +36,35 @@ def test_breakdown_is_in_percent_and_folds_whitespace():
   ensemble = [p.prediction or q.prediction for p, q in zip(csl, other)]
   assert evaluation.exact_match([p.target for p in csl], ensemble)[
       "exact_match"] == out["ensemble_accuracy"]
+
+
+def test_other_predictions_in_decodes_column_order_are_read_as_such(
+    tmp_path):
+  """`decode` writes input, target, prediction; `parse` input, prediction,
+  target. `evaluate --other` with a decode file scored its target as the
+  prediction (100 %, silently): now the order is told by which column
+  holds these targets."""
+  from csl_jax.model import evaluation as model_evaluation  # pylint: disable=g-import-not-at-top
+  csl = [Prediction("a", "X", "X"), Prediction("b", None, "Y"),
+         Prediction("c", None, "Z")]
+  rows = [("a", "X", "Q"), ("b", "Y", "Y"), ("c", "Z", "")]  # decode's
+  path = tmp_path / "decode.tsv"
+  path.write_text("".join("\t".join(r) + "\n" for r in rows),
+                  encoding="utf-8")
+  other = model_evaluation.read_predictions(str(path))
+  out = breakdown(csl, other)
+  assert out["other_accuracy"] == pytest.approx(100 / 3)  # b only
+  assert out["other_accuracy_on_not_covered"] == 50.0
+  assert out["ensemble_accuracy"] == pytest.approx(200 / 3)  # a, b
+  # The same predictions in parse's order: the same scores.
+  flipped = [Prediction(i, p or None, t) for i, t, p in rows]
+  assert breakdown(csl, flipped) == out
+  # Targets in neither column: not the same examples.
+  wrong = [Prediction("a", "X", "X"), Prediction("b", "V", "W"),
+           Prediction("c", "Z", "Z")]
+  with pytest.raises(InputError, match="not the same examples") as e:
+    breakdown(csl, wrong)
+  assert e.value.line == 2
 
 
 def test_disabled_writer_is_a_no_op():

@@ -20,8 +20,9 @@ def add_parser(subparsers) -> None:
       "evaluate", help="exact match, coverage breakdown, ensemble")
   p.add_argument("--predictions", required=True,
                  help="CSL's predictions.tsv (from `csl-jax parse`)")
-  p.add_argument("--other", help="another system's predictions "
-                 "(input<TAB>prediction), used where CSL has no output")
+  p.add_argument("--other", help="another system's predictions, used "
+                 "where CSL has no output: input<TAB>prediction, or a "
+                 "`parse` or `decode` predictions.tsv")
   p.add_argument("--out", required=True)
 
 

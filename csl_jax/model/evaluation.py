@@ -61,6 +61,31 @@ def _accuracy(items) -> Optional[float]:
                   len(items))
 
 
+def _prediction_column_first(csl: Sequence[Prediction],
+                             other: Sequence[Prediction]) -> List[Prediction]:
+  """`other` as (input, prediction, target), whichever order its file had.
+
+  `parse` writes input, prediction, target; `decode` and the experiment
+  cells write input, target, prediction. A third column is read as the
+  target; where the second column is the target on every line instead
+  (these predictions' targets), the two are swapped. Neither: the files
+  are not of the same examples (the first line that differs)."""
+  if all(q.target is None for q in other):
+    return list(other)  # input, prediction
+  if all(matches(p.target, q.target) for p, q in zip(csl, other)):
+    return list(other)
+  if all(matches(p.target, q.prediction) for p, q in zip(csl, other)):
+    return [q._replace(prediction=q.target, target=q.prediction)
+            for q in other]
+  line = next(i for i, (p, q) in enumerate(zip(csl, other), start=1)
+              if not matches(p.target, q.target))
+  raise InputError(f"the other system's target {other[line - 1].target!r} "
+                   f"is not {csl[line - 1].target!r}, nor is its second "
+                   "column (input<TAB>prediction<TAB>target from `parse`, "
+                   "or input<TAB>target<TAB>prediction from `decode`): not "
+                   "the same examples", None, line)
+
+
 def breakdown(csl: Sequence[Prediction],
               other: Optional[Sequence[Prediction]] = None
               ) -> Dict[str, Optional[float]]:
@@ -85,6 +110,7 @@ def breakdown(csl: Sequence[Prediction],
         raise InputError(f"the other system's input {q.input!r} is not "
                          f"{p.input!r} (the same inputs, in the same order)",
                          None, line)
+    other = _prediction_column_first(csl, other)
     with_target = [q._replace(target=p.target) for p, q in zip(csl, other)]
     out["other_accuracy"] = _accuracy(with_target)
     out["other_accuracy_on_covered"] = _accuracy(
