@@ -552,6 +552,22 @@ def test_pipeline_diversity_stage_and_shortfall(tmp_path, clear_gin):
                       "them selectable)")
     else:
       assert line is None
+    # Distinct pairs: the pool's 40 + 1 (the bad one thrice).
+    assert (summary["pool_size"], summary["pool_distinct"]) == (43, 41)
+    assert summary["num_distinct"] == summary["num_examples"]
+    assert report.repeats(stage.name, summary) is None
+  # A pool that repeats a pair: a selection may repeat it, and says so.
+  twice = tmp_path / "twice.tsv"
+  tsv.write_tsv(str(twice), pool[:40] + pool[:40])
+  summary = cache.run_stage(augment.select_stage("random", 60, 0, str(twice),
+                                                 str(train)),
+                            str(tmp_path / "twice"))
+  picked = tsv.read_tsv(str(tmp_path / "twice" / "synthetic.tsv"))
+  assert summary["num_distinct"] == len(set(picked)) < 60
+  assert report.repeats("random_60", summary) == (
+      f"random_60: {len(set(picked))} distinct pairs of the 60 selected: the "
+      "pool repeats pairs (40 distinct of 80; CSL samples with replacement: "
+      "`--gin.SampleConfig.dedup=True` samples distinct pairs)")
   out = tmp_path / "diversity"
   summary = cache.run_stage(augment.diversity_stage(
       selections, str(cands), 0, abstraction="geoquery"), str(out))

@@ -89,8 +89,12 @@ def select_stage(selector: str, k: int, seed: int, candidates: str,
                             tsv.read_tsv(train), k, seed)
     tsv.write_tsv(os.path.join(directory, "synthetic.tsv"),
                   [pool[i] for i in chosen])
+    # A pool that repeats pairs (CSL samples with replacement) gives
+    # selections that may repeat them too: the report says so.
     return {"selector": selector, "k": k, "seed": seed,
-            "pool_size": len(pool), "num_examples": len(chosen),
+            "pool_size": len(pool), "pool_distinct": len(set(pool)),
+            "num_examples": len(chosen),
+            "num_distinct": len({pool[i] for i in chosen}),
             "num_short": max(0, k - len(chosen))}
 
   config = {"selector": selector, "k": k, "seed": seed}
@@ -316,6 +320,10 @@ def _augment(run_dir, dataset, split, data_dir, dataset_options, methods,
                                      stage_summaries[stage.name])
         if short:
           logging.warning("selection: %s", short)
+        repeated = report_lib.repeats(f"{method.name}/{stage.name}",
+                                      stage_summaries[stage.name])
+        if repeated:
+          logging.warning("selection: %s", repeated)
         selections.append((stage.name, os.path.join(stage.path(workdir),
                                                     "synthetic.tsv")))
       if selections:

@@ -208,7 +208,22 @@ def _warnings(run_dir: str, methods: Sequence[str],
       if "selector" in stages[stage]:
         line = shortfall(f"{m}/{stage}", stages[stage])
         lines += [line] if line else []
+        line = repeats(f"{m}/{stage}", stages[stage])
+        lines += [line] if line else []
   return lines
+
+
+def repeats(stage: str, summary: Mapping[str, Any]) -> Optional[str]:
+  """The line saying a selection repeats pairs (its pool does), or None
+  (also for a selection made before the summary counted them)."""
+  distinct = summary.get("num_distinct")
+  if distinct is None or distinct == summary["num_examples"]:
+    return None
+  return (f"{stage}: {distinct:,} distinct pairs of the "
+          f"{summary['num_examples']:,} selected: the pool repeats pairs "
+          f"({summary['pool_distinct']:,} distinct of "
+          f"{summary['pool_size']:,}; CSL samples with replacement: "
+          "`--gin.SampleConfig.dedup=True` samples distinct pairs)")
 
 
 SELECTION_HEADER = ["method", "selection", "size", "templates covered",
