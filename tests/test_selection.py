@@ -748,3 +748,50 @@ def test_bench_cmaxent_templates_counts_by_hand(load_script):
   row = bench.spend(features, pool, np.array([0, 1, 2, 7, 8, 9]), top=2,
                     accepted=accepted)
   assert row["accepted_share"] == pytest.approx(4 / 6)
+
+
+def test_leaves_abstraction_and_the_line_for_templates_that_are_programs(
+    tmp_path, clear_gin):
+  """Programs of one's own, `( move ( block red ) left )`: SMCalFlow's
+  abstraction (what `auto` picks for a leading bracket) abstracts no leaf,
+  so each of the 22 programs (8 moves, 14 puts) is a template (said, in the stage and the
+  report); `leaves` keeps the functions: 2 templates, counted by hand."""
+  del clear_gin
+  from csl_jax.data import tsv  # pylint: disable=g-import-not-at-top
+  from csl_jax.pipeline import augment  # pylint: disable=g-import-not-at-top
+  from csl_jax.pipeline import cache  # pylint: disable=g-import-not-at-top
+  from csl_jax.pipeline import report  # pylint: disable=g-import-not-at-top
+  programs = [f"( move ( block {c} ) {d} )" for c in
+              ("red", "green", "blue", "black") for d in ("left", "right")]
+  programs += [f"( put ( block {c} ) ( on ( block {o} ) ) )" for c in
+               ("red", "green", "blue", "black") for o in
+               ("red", "green", "white", "grey") if c != o]  # 3+3+4+4
+  pool = [Example(f"u{i}", p) for i, p in enumerate(programs)]
+  assert templates.detect(pool) == "smcalflow"
+  leaves = templates.get("leaves")
+  assert {leaves.template(leaves.tree(p)) for p in programs} == {
+      "move(block(entity),entity)", "put(block(entity),on(block(entity)))"}
+  assert leaves.template(leaves.tree("answer ( state ( m0 ) )")) == \
+      "answer(state(entity))"
+  cands = tmp_path / "candidates.tsv"
+  tsv.write_tsv(str(cands), pool)
+  tsv.write_tsv(str(tmp_path / "train.tsv"), pool[:2])
+  stage = augment.select_stage("random", 10, 0, str(cands),
+                               str(tmp_path / "train.tsv"))
+  cache.run_stage(stage, str(tmp_path / stage.name))
+  selections = [(stage.name, str(tmp_path / stage.name / "synthetic.tsv"))]
+  got = {}
+  for name in ("auto", "leaves"):
+    got[name] = cache.run_stage(augment.diversity_stage(
+        selections, str(cands), 0, abstraction=name), str(tmp_path / name))
+  assert (got["auto"]["pool_queries"], got["auto"]["pool_templates"]) == (
+      22, 22)
+  assert report.nothing_abstracted("m/diversity", got["auto"]) == (
+      "m/diversity: the smcalflow abstraction makes each of the pool's 22 "
+      "distinct programs a template of its own, so templates count distinct "
+      "programs: set UAT.abstraction, CMaxEnt.abstraction and "
+      "CMaxEntUAT.abstraction to one that fits the data ('leaves' for "
+      "bracketed programs of your own: every leaf an entity)")
+  assert got["leaves"]["pool_templates"] == 2
+  assert report.nothing_abstracted("m/diversity", got["leaves"]) is None
+  assert got["leaves"]["diversity"][0]["templates_covered"] == 2

@@ -156,6 +156,15 @@ def diversity_stage(selections: Sequence[Tuple[str, str]], candidates: str,
       logging.warning("%s: no selection diversity figures: %s", candidates,
                       e)
       return dict(out, diversity=[], error=str(e))
+    # Templates that are the distinct programs (an abstraction of another
+    # dataset's, e.g. SMCalFlow's for Lisp programs of your own): said.
+    out["pool_queries"] = int(feats.valid.sum())
+    out["pool_templates"] = int(np.unique(
+        feats.template_of[feats.valid]).size)
+    line = report_lib.nothing_abstracted(candidates, dict(
+        out, abstraction=feats.abstraction))
+    if line:
+      logging.warning("selection: %s", line)
     rows = diversity.report_rows(feats, indices, seed=seed,
                                  random_repeats=RANDOM_REPEATS)
     whole = diversity.diversity(feats, np.arange(len(pool)))

@@ -205,12 +205,31 @@ def _warnings(run_dir: str, methods: Sequence[str],
       lines.append(_nothing_made(m, info[m]))
     stages = info[m].get("stages", {})
     for stage in info[m].get("stage_order", sorted(stages)):
+      if "diversity" in stages[stage]:
+        line = nothing_abstracted(f"{m}/{stage}", stages[stage])
+        lines += [line] if line else []
       if "selector" in stages[stage]:
         line = shortfall(f"{m}/{stage}", stages[stage])
         lines += [line] if line else []
         line = repeats(f"{m}/{stage}", stages[stage])
         lines += [line] if line else []
   return lines
+
+
+def nothing_abstracted(where: str, summary: Mapping[str, Any]
+                       ) -> Optional[str]:
+  """The line saying the abstraction gave each distinct program of a pool
+  (of 20 or more) a template of its own (a diversity stage's summary), or
+  None."""
+  queries = summary.get("pool_queries") or 0
+  if queries < 20 or summary.get("pool_templates") != queries:
+    return None
+  return (f"{where}: the {summary['abstraction']} abstraction makes each of "
+          f"the pool's {queries:,} distinct programs a template of its own, "
+          "so templates count distinct programs: set UAT.abstraction, "
+          "CMaxEnt.abstraction and CMaxEntUAT.abstraction to one that fits "
+          "the data ('leaves' for "
+          "bracketed programs of your own: every leaf an entity)")
 
 
 def repeats(stage: str, summary: Mapping[str, Any]) -> Optional[str]:

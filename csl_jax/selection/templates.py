@@ -410,8 +410,25 @@ SMCALFLOW = Abstraction(
     "`Monday` are the schema: entity-level only, not Oren et al.'s Table 2 "
     "classes, so on SMCalFlow-CS nearly every query is its own template).")
 
+def _any_tree(text: str) -> Tree:
+  # `( f a b )` as SMCalFlow's Lisp, `f ( a , b )` as FunQL's brackets.
+  return parse_sexpr(text) if text.lstrip().startswith("(") else \
+      parse_brackets(text)
+
+
+LEAVES = Abstraction(
+    "leaves",
+    key=lambda text: text,
+    tree=_any_tree,
+    template=lambda tree: to_string(relabel(
+        tree, lambda w, leaf: ENTITY if leaf else w)),
+    doc="Any bracketed program (`( f a b )` or `f ( a , b )`), for data "
+    "of your own: the template keeps the functions (the nodes with "
+    "children) and makes every leaf an entity; atoms and compounds keep "
+    "the leaves as they are.")
+
 ABSTRACTIONS: Dict[str, Abstraction] = {
-    a.name: a for a in (GEOQUERY, COGS, SCAN, SMCALFLOW)}
+    a.name: a for a in (GEOQUERY, COGS, SCAN, SMCALFLOW, LEAVES)}
 
 
 _SIGNS = (
