@@ -73,6 +73,33 @@ def test_quantiles_are_disjoint_ordered_quarters_and_mix_is_half_half():
       len(parts[0]) // 2
 
 
+def test_quantile_boundaries_inside_equal_scores_are_said(tmp_path, caplog):
+  """Lengths 1, 1, 1, 2, 2, 3, 3, 4 in quarters of 2: every boundary
+  falls inside a run of equal scores (1, 2, 3), split by the tie-break;
+  scores all equal (as prototype scores of data with no more distinct
+  inputs than clusters) make the whole split a random one: said."""
+  data = tmp_path / "data"
+  data.mkdir()
+  tsv.write_tsv(data / "train.tsv", PAIRS)
+  summary = subsets.write(str(tmp_path / "out"), str(data), "length")
+  assert summary["tied_boundaries"] == ["q0|q1", "q1|q2", "q2|q3"]
+  assert "q0 and q1 both hold examples of score 1 (3 of them)" in caplog.text
+  caplog.clear()
+  tsv.write_tsv(data / "train.tsv", [(x, "W") for x in "abcdefgh"])
+  summary = subsets.write(str(tmp_path / "same"), str(data), "length")
+  assert summary["tied_boundaries"] == ["q0|q1", "q1|q2", "q2|q3"]
+  assert "all 8 scores are 1: the quantiles and the mix are a seeded " \
+      "random split" in caplog.text
+  assert "both hold" not in caplog.text
+  # Scores that part at every boundary: nothing to say.
+  caplog.clear()
+  tsv.write_tsv(data / "train.tsv", [(" ".join("w" * n), "W")
+                                     for n in (1, 1, 2, 2, 3, 3, 4, 4)])
+  assert subsets.write(str(tmp_path / "apart"), str(data),
+                       "length")["tied_boundaries"] == []
+  assert "difficulty:" not in caplog.text
+
+
 def test_cli_writes_dataset_directories(tmp_path, capsys):
   data = tmp_path / "data"
   data.mkdir()

@@ -21,6 +21,7 @@ import os
 import shutil
 from typing import Any, Dict, List, Optional, Sequence
 
+from absl import logging
 import numpy as np
 
 from csl_jax.data import tsv
@@ -74,6 +75,7 @@ def write(out_dir: str, data_dir: str, score_name: str, num: int = 4,
   atomic_write_text(os.path.join(out_dir, "scores.tsv"), (
       f"{x}\t{y}\t{s:g}\n" for (x, y), s in zip(pairs, score)))
   parts = quantiles(score, num, seed)
+  tied = _tied_boundaries(score, parts)
   subsets = {f"q{i}": p for i, p in enumerate(parts)}
   subsets["mix"] = mix(parts[0], parts[-1], seed)
   for t in max_scores:
@@ -83,7 +85,7 @@ def write(out_dir: str, data_dir: str, score_name: str, num: int = 4,
   summary: Dict[str, Any] = {"score": score_name, "figures": figures,
                              "num_train": len(pairs) + len(pinned),
                              "num_pinned": len(pinned), "seed": seed,
-                             "subsets": {}}
+                             "tied_boundaries": tied, "subsets": {}}
   for name, index in subsets.items():
     directory = os.path.join(out_dir, name)
     if not len(index):
@@ -99,6 +101,29 @@ def write(out_dir: str, data_dir: str, score_name: str, num: int = 4,
         "score_max": float(score[index].max())}
   atomic_write_json(os.path.join(out_dir, "summary.json"), summary)
   return summary
+
+
+def _tied_boundaries(score: np.ndarray, parts: Sequence[np.ndarray]
+                     ) -> List[str]:
+  """The quantile boundaries inside a run of equal scores ("q0|q1"), each
+  said: there the seeded tie-break, not the score, splits the examples
+  (all of them when every score is the same, e.g. prototype scores of
+  data with no more distinct inputs than clusters)."""
+  if score.min() == score.max():
+    logging.warning("difficulty: all %d scores are %g: the quantiles and "
+                    "the mix are a seeded random split, not by difficulty",
+                    len(score), score.min())
+  tied = []
+  for i in range(len(parts) - 1):
+    edge = score[parts[i]].max()
+    if edge == score[parts[i + 1]].min():
+      tied.append(f"q{i}|q{i + 1}")
+      if score.min() != score.max():
+        logging.warning(
+            "difficulty: q%d and q%d both hold examples of score %g (%d of "
+            "them): a seeded tie-break splits those", i, i + 1, edge,
+            int((score == edge).sum()))
+  return tied
 
 
 def _unpinned(pairs, pin: str) -> np.ndarray:
