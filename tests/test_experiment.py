@@ -170,6 +170,10 @@ def test_grid_expansion():
       grid.check_names(kind, value)
   with pytest.raises(InputError, match="experiment.seeds must be a list"):
     grid.check_seeds(1.5)
+  # `seeds = 3` is not three seeds, nor seed 3 alone: refused.
+  with pytest.raises(InputError, match=r"e\.g\. \[0, 1, 2\], not 3 \(one "
+                     r"seed: \[3\]\)"):
+    grid.check_seeds(3)
 
 
 # ---- table math -----------------------------------------------------------

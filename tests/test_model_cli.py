@@ -113,7 +113,18 @@ def test_fit_refuses_an_output_cfg_of_another_language(tmp_path, capsys,
   assert err[-1].startswith(f"csl-jax: error: {train}:1: output not in the "
                             f"language of the output CFG {cfg} (3 of 4 "
                             "training outputs")
+  assert "it is fit.output_cfg: set it to yours, or to None" in err[-1]
   assert not (other / "params.npz").exists()  # refused before any work
+  # Induction refuses it too, before it starts (it used to induce a
+  # grammar, and fit refused it only then).
+  induced = tmp_path / "induced"
+  assert cli.main(["induce", "--train", train, "--output_cfg", str(cfg),
+                   "--out", str(induced)]) == 2
+  err = capsys.readouterr().err.strip().splitlines()
+  assert err[-1].startswith(f"csl-jax: error: {train}:1: output not in the "
+                            f"language of the output CFG {cfg} (3 of 4 ")
+  assert "it is induce.output_cfg" in err[-1]
+  assert not (induced / "grammar.qcfg").exists()
 
 
 def test_parse_without_a_model_is_a_clean_error(tmp_path, capsys):

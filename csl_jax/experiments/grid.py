@@ -89,6 +89,10 @@ def check_names(kind: str, names: Sequence[str]) -> List[str]:
 
 
 def check_seeds(seeds: Sequence[int]) -> List[int]:
+  if isinstance(seeds, int) and not isinstance(seeds, bool):
+    # `seeds = 3` read as seed 3 alone, where three seeds were meant.
+    raise InputError(f"experiment.seeds is a list of seeds, e.g. [0, 1, 2], "
+                     f"not {seeds} (one seed: [{seeds}])")
   seeds = as_list("seeds", seeds, int)
   if not seeds or any(isinstance(s, bool) or not isinstance(s, int) or s < 0
                       for s in seeds):

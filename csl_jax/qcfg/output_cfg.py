@@ -439,6 +439,38 @@ def parse_output_cfg(text: str, source: str = "<string>",
   return OutputCFG(tuple(productions), start)
 
 
+def check_training_outputs(cfg: "OutputCFG", cfg_path: str, setting: str,
+                           path: str, outputs: Sequence[Sequence[str]],
+                           lines: Sequence[int], warn: bool = True) -> int:
+  """How many training `outputs` (token lists, from `path` at `lines`) the
+  output CFG rejects. Most of them: an InputError naming the first such
+  line and the setting the CFG came from (a CFG of another dataset would
+  otherwise induce and fit silently, then parse and sample nothing). A few
+  (a word outside a CFG's lexicon, as COGS's gen words are for
+  tasks/cogs/varfree.cfg): a warning where `warn`; the parser and sampler
+  never produce those outputs."""
+  verdict: Dict[Tuple[str, ...], bool] = {}
+  rejected = []
+  for y, line in zip(outputs, lines):
+    y = tuple(y)
+    if y not in verdict:
+      verdict[y] = cfg.recognizes(y)
+    if not verdict[y]:
+      rejected.append(line)
+  if 2 * len(rejected) > len(outputs):
+    raise InputError(
+        f"output not in the language of the output CFG {cfg_path} "
+        f"({len(rejected)} of {len(outputs)} training outputs are not; is it "
+        f"the CFG of this dataset? it is {setting}: set it to yours, or to "
+        "None)", path, rejected[0])
+  if rejected and warn:
+    logging.warning(
+        "%s:%d: %d of %d training outputs are not in the language of the "
+        "output CFG %s: the parser and the sampler never produce them",
+        path, rejected[0], len(rejected), len(outputs), cfg_path)
+  return len(rejected)
+
+
 def load_output_cfg(path: str, strict: bool = False) -> OutputCFG:
   """Reads a .cfg file; a missing, unreadable or non-UTF-8 file (with the
   line) or a directory is an InputError, as is any syntax error."""

@@ -19,6 +19,7 @@ from csl_jax.data import tsv
 from csl_jax.errors import InputError
 from csl_jax.files import read_text
 from csl_jax.model.csl_model import CSLModel
+from csl_jax.qcfg.output_cfg import check_training_outputs
 from csl_jax.qcfg.output_cfg import load_output_cfg
 from csl_jax.qcfg.rules import format_rule, load_rules
 from csl_jax.summaries import TensorBoardWriter
@@ -54,34 +55,6 @@ def _bounded_pairs(path: str, max_source_len: int, max_target_len: int,
     pairs.append((x, y))
     lines.append(line)
   return pairs, skipped, lines
-
-
-def _check_outputs_in_cfg(cfg, cfg_path: str, path: str, pairs,
-                          lines: Sequence[int]) -> int:
-  """How many training outputs the output CFG rejects. Most of them: an
-  InputError (a CFG for another dataset would otherwise fit silently, then
-  parse and sample nothing). A few (a word outside a CFG's lexicon, as
-  COGS's gen words are for tasks/cogs/varfree.cfg): a warning; the
-  parser and sampler never produce those outputs."""
-  verdict: Dict[Tuple[str, ...], bool] = {}
-  rejected = []
-  for (_, y), line in zip(pairs, lines):
-    y = tuple(y)
-    if y not in verdict:
-      verdict[y] = cfg.recognizes(y)
-    if not verdict[y]:
-      rejected.append(line)
-  if 2 * len(rejected) > len(pairs):
-    raise InputError(
-        f"output not in the language of the output CFG {cfg_path} "
-        f"({len(rejected)} of {len(pairs)} training outputs are not; is it "
-        "the CFG of this dataset?)", path, rejected[0])
-  if rejected:
-    logging.warning(
-        "%s:%d: %d of %d training outputs are not in the language of the "
-        "output CFG %s: the parser and the sampler never produce them",
-        path, rejected[0], len(rejected), len(pairs), cfg_path)
-  return len(rejected)
 
 
 @gin.configurable(module="fit")
@@ -136,8 +109,9 @@ def fit(out_dir: str, grammar: str, train_data: str,
       train_data, max_source_len, max_target_len, skip_too_long)
   outside_cfg = None
   if output_cfg:  # a bad or wrong CFG fails now, not after training
-    outside_cfg = _check_outputs_in_cfg(load_output_cfg(output_cfg),
-                                        output_cfg, train_data, pairs, lines)
+    outside_cfg = check_training_outputs(
+        load_output_cfg(output_cfg), output_cfg, "fit.output_cfg",
+        train_data, [y for _, y in pairs], lines)
   held = None
   if eval_data:
     held, _, _ = _bounded_pairs(eval_data, max_source_len, max_target_len,

@@ -17,6 +17,7 @@ from csl_jax.files import file_sha256
 from csl_jax.induction import seed_rules as seed_lib
 from csl_jax.induction.search import InductionConfig, Inducer, StepRecord
 from csl_jax.qcfg.output_cfg import OutputCFG, load_output_cfg
+from csl_jax.qcfg.output_cfg import check_training_outputs
 from csl_jax.qcfg.rules import Rule, load_rules, save_rules
 from csl_jax.progress import progress
 
@@ -79,6 +80,9 @@ def induce(out_dir: str, train: str, seed_rules: Optional[str] = None,
       raise InputError("token '###' is reserved (it separates a rule's "
                        "sides in grammar.qcfg)", train, line)
     pairs.append((x, y))
+  if cfg:  # another dataset's CFG fails now, not after the induction
+    check_training_outputs(cfg, output_cfg, "induce.output_cfg", train,
+                           [y for _, y in pairs], stats.lines, warn=False)
   seeds: List[Rule] = list(load_rules(seed_rules)) if seed_rules else []
   for name in seed_generators:
     if name == "exact_match":
