@@ -125,7 +125,13 @@ def test_cli_writes_dataset_directories(tmp_path, capsys):
   assert cli.main(["difficulty", "--data_dir", str(tmp_path / "none"),
                    "--out", str(out)]) == 2
   err = capsys.readouterr().err.strip().splitlines()
-  assert len(err) == 1 and "none" in err[0] and "train.tsv" in err[0]
+  assert len(err) == 1 and err[0].endswith(
+      f"{tmp_path / 'none'}: no such data directory")
+  (tmp_path / "empty").mkdir()
+  assert cli.main(["difficulty", "--data_dir", str(tmp_path / "empty"),
+                   "--out", str(out)]) == 2
+  err = capsys.readouterr().err.strip().splitlines()
+  assert len(err) == 1 and "empty" in err[0] and "no train.tsv" in err[0]
 
 
 def test_learning_difficulty_by_hand(tmp_path):

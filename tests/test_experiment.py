@@ -144,6 +144,8 @@ def test_grid_expansion():
   with pytest.raises(InputError, match="experiment.select needs "
                      "experiment.select_num"):
     grid.data_rows(["csl"], ["csl_uat_0"], ["uat"], None)
+  with pytest.raises(InputError, match=r"size k >= 1 .*, not -5"):
+    grid.data_rows(["csl"], None, ["uat"], -5)
   with pytest.raises(InputError, match="needs experiment.select and "
                      "experiment.select_num"):
     grid.data_rows(["csl"], ["csl_uat_7"], None, None)

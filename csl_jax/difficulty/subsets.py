@@ -55,6 +55,8 @@ def write(out_dir: str, data_dir: str, score_name: str, num: int = 4,
           ) -> Dict[str, Any]:
   """Scores DATA_DIR/train.tsv and writes the subsets; returns the summary."""
   train_path = os.path.join(data_dir, "train.tsv")
+  if not os.path.isdir(data_dir):
+    raise InputError("no such data directory", data_dir)
   if not os.path.exists(train_path):
     raise InputError("no train.tsv in the data directory", data_dir)
   if num < 2:

@@ -45,9 +45,11 @@ def data_rows(methods: Sequence[str], data: Optional[Sequence[str]],
       unknown selector.
   """
   selectors = selection.parse(select)
-  if selectors and select_num is None:
+  if selectors and (select_num is None or isinstance(select_num, bool) or
+                    not isinstance(select_num, int) or select_num < 1):
     raise InputError("experiment.select needs experiment.select_num, the "
-                     "size k of each subset (rows m_<selector>_<k>)")
+                     "size k >= 1 of each subset (rows m_<selector>_<k>), "
+                     f"not {select_num!r}")
   subsets = [f"{m}_{s}_{select_num}" for m in methods for s in selectors]
   known = list(dict.fromkeys([ORIGINAL] + list(methods) + subsets))
   if data is None:
