@@ -396,10 +396,17 @@ def test_outputs_the_grammar_does_not_parse_are_reported(tmp_path, caplog):
   assert (p["estimate"]["num_unparsed"], p["estimate"]["num_outputs"]) == (2, 4)
   assert "2 of 4 outputs of" in caplog.text and "'fly'" in caplog.text
   b = {"num_candidates": 0, "num_empty_utterances": 0, "num_programs_cut": 0,
-       "reverse_model": {"steps": 1, "first_loss": 1.0, "final_loss": 1.0}}
-  rows = dict(PCFGBT(config).report_rows({"programs": p, "backtranslate": b}))
-  assert rows["train outputs the grammar does not parse (not counted)"] == \
-      "2 of 4, e.g. fly"
+       "reverse_model": {"steps": 1, "first_loss": 1.0, "final_loss": 1.0},
+       "preview": ["walk twice\tWALK WALK"]}
+  rows = PCFGBT(config).report_rows({"programs": p, "backtranslate": b})
+  by_label = dict(rows)
+  assert by_label["train outputs the grammar does not parse (not counted)"] \
+      == "2 of 4, e.g. fly"
+  # In words, and a preview without a tab (it would split the table).
+  words = {"num": "the number asked", "duplicates": "a run of duplicates"}
+  assert by_label["PCFG sampling stopped by / rejected over depth"] == \
+      f"{words[p['sampling']['stopped_by']]} / {p['sampling']['rejected']:,}"
+  assert ("Backtranslation preview", "walk twice ▷ WALK WALK") in rows
 
 
 def _t5x_infer_line(program, prediction):

@@ -680,8 +680,8 @@ class PCFGBT:
         ("PCFG programs sampled (new to training) / avg length",
          f'{p["num_programs"]:,} ({p["new_programs"]:,}) / '
          f'{p["average_length"]:.2f}'),
-        ("PCFG sampling stop / rejected over depth",
-         f'{p["sampling"].get("stopped_by")} / '
+        ("PCFG sampling stopped by / rejected over depth",
+         f'{_STOPPED_BY.get(p["sampling"].get("stopped_by"), "—")} / '
          f'{p["sampling"].get("rejected", 0):,}'),
     ]
     if "t5x_predictions" in m:
@@ -706,9 +706,17 @@ class PCFGBT:
     if "num_programs_unknown_tokens" in b:  # not known of T5X's
       rows.append(("Programs with tokens the reverse model does not know",
                    f'{b["num_programs_unknown_tokens"]:,}'))
-    rows += [("Backtranslation preview", x) for x in b.get("preview", [])[:3]]
+    # utterance ▷ program, as GECA's preview (a tab would split the cell).
+    rows += [("Backtranslation preview", x.replace("\t", " ▷ "))
+             for x in b.get("preview", [])[:3]]
     return rows
 
+
+# The report's words for `pcfg.sample_unique`'s `stopped_by`.
+_STOPPED_BY = {"num": "the number asked",
+               "max_attempts": "the attempts allowed",
+               "duplicates": "a run of duplicates",
+               "rejections": "a run of draws over the depth bound"}
 
 base.add(PCFGBT.name, PCFGBT)
 # pcfg_bt_train, pcfg_bt_uniform, pcfg_bt_test: one experiment compares
