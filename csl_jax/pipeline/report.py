@@ -228,8 +228,8 @@ def nothing_abstracted(where: str, summary: Mapping[str, Any]
           f"the pool's {queries:,} distinct programs a template of its own, "
           "so templates count distinct programs: set UAT.abstraction, "
           "CMaxEnt.abstraction and CMaxEntUAT.abstraction to one that fits "
-          "the data ('leaves' for "
-          "bracketed programs of your own: every leaf an entity)")
+          "the data ('leaves' for bracketed programs of your own: every "
+          "leaf an entity)")
 
 
 def repeats(stage: str, summary: Mapping[str, Any]) -> Optional[str]:

@@ -410,6 +410,7 @@ SMCALFLOW = Abstraction(
     "`Monday` are the schema: entity-level only, not Oren et al.'s Table 2 "
     "classes, so on SMCalFlow-CS nearly every query is its own template).")
 
+
 def _any_tree(text: str) -> Tree:
   # `( f a b )` as SMCalFlow's Lisp, `f ( a , b )` as FunQL's brackets.
   return parse_sexpr(text) if text.lstrip().startswith("(") else \
