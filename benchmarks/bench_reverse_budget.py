@@ -34,12 +34,11 @@ thrice` does in SCAN length's). `--dropouts` crosses every setting with
 the model's dropout rates (cpu_small's is 0).
 """
 
-import re
-
 import argparse
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 import time
@@ -75,7 +74,9 @@ def make_data(out: str, train_max: int, dev: int, hold_out: str = "") -> str:
     short = [e for e in reverse if len(e.input.split()) <= train_max]
     long = [e for e in reverse if len(e.input.split()) > train_max]
   if not long:
-    sys.exit(f"no training command matches --hold_out {hold_out!r}")
+    sys.exit(f"no training command matches --hold_out {hold_out!r}"
+             if hold_out else f"no training program is over --train_max "
+             f"{train_max} actions")
   random.Random(0).shuffle(long)
   tsv.write_tsv(os.path.join(data, "train.tsv"), short)
   tsv.write_tsv(os.path.join(data, "test.tsv"), long[:dev])
@@ -136,7 +137,8 @@ def run_setting(out: str, data: str, setting: str, seed: int, env,
     exact = json.load(f)["exact_match"]
   valid, right, written = correct(
       os.path.join(predictions, "predictions.tsv"), hold_out)
-  return {"setting": setting, "dropout": dropout, "seed": seed, "train_seconds": round(seconds, 1),
+  return {"setting": setting, "dropout": dropout, "seed": seed,
+          "train_seconds": round(seconds, 1),
           "final_loss": round(final_loss, 4), "exact_match": exact,
           "valid": round(100 * valid, 1), "correct": round(100 * right, 1),
           "written_with_held_out": round(100 * written, 1)}
@@ -170,11 +172,10 @@ def main() -> None:
         r = run_setting(args.out, data, setting, seed, env, dropout,
                         args.hold_out)
         rows.append(r)
-        print(f"| {r['setting']} | {dropout:g} | {seed} | {r['train_seconds']} | "
-              f"{r['final_loss']} | "
+        print(f"| {r['setting']} | {dropout:g} | {seed} | "
+              f"{r['train_seconds']} | {r['final_loss']} | "
               f"{r['exact_match']:.1f} % | {r['valid']} % | {r['correct']} % | "
-              f"{r['written_with_held_out']} % |",
-              flush=True)
+              f"{r['written_with_held_out']} % |", flush=True)
   with open(os.path.join(args.out, "results.json"), "w",
             encoding="utf-8") as f:
     json.dump(rows, f, indent=1)

@@ -41,6 +41,8 @@ def task_name(dataset: str, split: str) -> str:
 
 @dataclasses.dataclass
 class Context:
+  """What every cell of one experiment shares (`runner.experiment`'s
+  settings)."""
   out_dir: str
   dataset: str
   regime: str
