@@ -658,6 +658,19 @@ def test_bad_dev_is_an_input_error(tiny, toy_data, tmp_path, kw, message):  # py
     _run(str(tmp_path / "exp"), toy_data, methods=[], **kw)
 
 
+def test_a_missing_eval_part_stops_before_any_method(tiny, toy_data,  # pylint: disable=redefined-outer-name,unused-argument
+                                                    tmp_path):
+  """An eval part the data lacks is said once the data is read, before a
+  method runs (it used to be after every augmentation)."""
+  out = tmp_path / "exp"
+  with pytest.raises(InputError, match=r"experiment.eval_parts: tsv .*has no "
+                     r"gen part \(it has train, test\)"):
+    _run(str(out), toy_data, methods=["shuffle"], eval_parts=["test", "gen"])
+  run_dirs = list((out / "augment").glob("*/*"))
+  assert run_dirs and all(sorted(os.listdir(d)) == [".lock", "data"]
+                          for d in run_dirs)
+
+
 # ---- bad gin: one line, exit 2 --------------------------------------------
 
 @pytest.mark.parametrize("text,message", [

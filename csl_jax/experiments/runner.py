@@ -381,10 +381,13 @@ def experiment(out_dir: str,
     _say(f"{len(cells)} cells: {len(splits)} split(s) × {len(rows)} "
          f"training data × {len(seeds)} seed(s) into {out_dir}")
     # 1. Augmentation runs (cached stage by stage).
+    need_parts = {p: "experiment.eval_parts" for p in eval_parts}
+    if dev_spec:
+      need_parts.setdefault(dev_spec["part"], "experiment.dev")
     run_dirs, waiting, hows = _augmentation_runs(
         out_dir, dataset, spec, splits, seeds, needed, selectors, select_num,
         synthetic_per_seed, synthetic_seed_params, bundle, data_dir,
-        dataset_options, wait)
+        dataset_options, wait, need_parts)
     if waiting:  # the cells need the synthetic data: a second round
       if hows:
         _say(f"{len(waiting)} augmentation job(s) wait: do what each says "
@@ -425,7 +428,7 @@ def experiment(out_dir: str,
 
 def _augmentation_runs(out_dir, dataset, spec, splits, seeds, needed, selectors,
                        select_num, synthetic_per_seed, synthetic_seed_params,
-                       bundle, data_dir, dataset_options, wait):
+                       bundle, data_dir, dataset_options, wait, need_parts):
   """Runs the pipeline once per split and seed (once per split without
   `synthetic_per_seed`). Returns ({(split, seed): run directory}, the
   bundle cells that wait, what the waiting jobs that are not a bundle's
@@ -462,7 +465,8 @@ def _augmentation_runs(out_dir, dataset, spec, splits, seeds, needed, selectors,
               data_dir=data_dir, dataset_options=dataset_options,
               methods=needed, select=selectors,
               select_num=select_num if selectors else None,
-              select_seed=seed if per_seed else 0, wait=wait)
+              select_seed=seed if per_seed else 0, wait=wait,
+              need_parts=need_parts)
       except bundle_lib.Pending as e:
         waiting.extend(e.cells)
         if e.how:  # not a bundle's: what to run is the method's to say

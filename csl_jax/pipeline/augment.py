@@ -199,7 +199,9 @@ def augment(run_dir: str, dataset: str = "scan", split: Optional[str] = None,
             select_num: Optional[int] = None, select_seed: int = 0,
             wait: bool = False, shards: Optional[int] = None,
             runner: Optional[str] = None,
-            pipeline_args: Sequence[str] = ()) -> Dict[str, Any]:
+            pipeline_args: Sequence[str] = (),
+            need_parts: Optional[Mapping[str, str]] = None
+            ) -> Dict[str, Any]:
   """Runs the pipeline into `run_dir`; returns the run summary.
 
   Args:
@@ -221,11 +223,14 @@ def augment(run_dir: str, dataset: str = "scan", split: Optional[str] = None,
       where
       `CMaxEnt.num_shards` > 1 is bound.
     pipeline_args: Beam flags for `runner`.
+    need_parts: {part: the setting that asks for it}: a part the data
+      lacks is an InputError once the data is read, before any method.
   """
   with configs.bound(beam_bindings(shards, runner, pipeline_args),
                      "--shards/--runner"):
     return _augment(run_dir, dataset, split, data_dir, dataset_options,
-                    methods, select, select_num, select_seed, wait)
+                    methods, select, select_num, select_seed, wait,
+                    need_parts or {})
 
 
 def beam_bindings(shards: Optional[int], runner: Optional[str],
@@ -265,7 +270,8 @@ def beam_bindings(shards: Optional[int], runner: Optional[str],
 
 
 def _augment(run_dir, dataset, split, data_dir, dataset_options, methods,
-             select, select_num, select_seed, wait) -> Dict[str, Any]:
+             select, select_num, select_seed, wait, need_parts
+             ) -> Dict[str, Any]:
   selectors = selection.parse(select)  # fail before any work on a bad name
   if selectors and (select_num is None or select_num < 1):
     raise InputError("--select needs --select_num K with K >= 1")
@@ -286,6 +292,11 @@ def _augment(run_dir, dataset, split, data_dir, dataset_options, methods,
     parts = {p: os.path.join(data_dir_out, f"{p}.tsv")
              for p in ("train", "dev", "test", "gen")
              if os.path.exists(os.path.join(data_dir_out, f"{p}.tsv"))}
+    for part, setting in need_parts.items():
+      if part not in parts:
+        raise InputError(f"{setting}: {dataset} {summary['split'] or ''} "
+                         f"has no {part} part (it has "
+                         f"{', '.join(parts)})", data_dir_out)
     run_data = method_base.RunData(data_dir_out, parts)
     waiting = []  # methods whose work waits elsewhere; the others go on
     hows = []
