@@ -93,7 +93,15 @@ def test_bad_gin_binding_is_a_clean_error(tmp_path, capsys):
   code = cli.main(["prepare", "scan", "--out", str(tmp_path / "x"),
                    "--gin.no_such_function.x=1"])
   assert code == 2
-  assert "gin configuration" in capsys.readouterr().err
+  assert capsys.readouterr().err.strip().endswith(
+      "no_such_function.x = 1 (misspelt, or not read by this command)")
+  # Another command's gin file (cpu_small.gin binds experiment.*): said.
+  cpu_small = os.path.join(cli.gin_defaults.REPO_ROOT, "gin",
+                           "experiments", "cpu_small.gin")
+  assert cli.main(["prepare", "scan", "--out", str(tmp_path / "x"),
+                   f"--gin_file={cpu_small}"]) == 2
+  assert "(experiment.* is read by `csl-jax experiment`, not by this " \
+      "command: a gin file of another command?)" in capsys.readouterr().err
   # One line each, a bare word said to need quotes.
   for binding, text in (
       ("--gin.InductionConfig.nosuch=1", "doesn't have a parameter named "

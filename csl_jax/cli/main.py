@@ -151,7 +151,21 @@ def configure_gin(module, args: argparse.Namespace, files: List[str],
   except tokenize.TokenError as e:  # an unclosed bracket or string
     raise InputError(_token_error(e, files)) from None
   except (IOError, ValueError, SyntaxError) as e:
-    raise InputError(f"gin configuration: {_one_line(str(e))}") from None
+    raise InputError(f"gin configuration: {_one_line(str(e))}"
+                     f"{_unknown_configurable_hint(str(e), args)}") from None
+
+
+def _unknown_configurable_hint(message: str, args: argparse.Namespace) -> str:
+  """For gin's "No configurable matching 'X'": X is another command's (a
+  gin file of `csl-jax experiment` given to `train`), or misspelt."""
+  match = re.search(r"No configurable matching '([\w.]+)'", message)
+  if not match:
+    return ""
+  name = match.group(1).split(".")[0]
+  if name in SUBCOMMANDS and name != args.subcommand:
+    return (f" ({name}.* is read by `csl-jax {name}`, not by this command: "
+            "a gin file of another command?)")
+  return " (misspelt, or not read by this command)"
 
 
 def _token_error(error: tokenize.TokenError, files: List[str]) -> str:
