@@ -3,6 +3,7 @@
 import json
 import multiprocessing
 import os
+import re
 import time
 
 import gin
@@ -55,6 +56,18 @@ def test_stage_reused_only_while_inputs_and_config_unchanged(tmp_path):
   assert calls == ["s", "s", "s"]
   record = json.loads((tmp_path / "stage" / "stage_key.json").read_text())
   assert record["complete"] and record["config"] == {"x": 2}
+
+
+def test_a_stage_run_says_its_time_and_what_it_made(tmp_path, caplog):
+  def run(directory):
+    del directory
+    return {"num_examples": 1234}
+  caplog.set_level("INFO")
+  cache.run_stage(base.Stage("sample", [], {}, run), str(tmp_path / "s"))
+  assert re.search(r"stage sample: done in \d+\.\d s, 1,234 examples",
+                   caplog.text)
+  cache.run_stage(base.Stage("sample", [], {}, run), str(tmp_path / "s"))
+  assert "stage sample: unchanged, reusing" in caplog.text
 
 
 def test_changed_key_empties_the_directory(tmp_path):

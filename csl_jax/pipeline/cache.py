@@ -99,6 +99,11 @@ def run_stage(stage: Stage, directory: str,
   summary["cached"] = False
   atomic_write_json(summary_path, summary)
   atomic_write_json(key_path, dict(record, complete=True))
+  # How many it made: a CSL.num_samples that a later gin include reset,
+  # say, shows here.
+  made = summary.get("num_examples")
+  logging.info("stage %s: done in %.1f s%s", stage.name, summary["seconds"],
+               f", {made:,} examples" if isinstance(made, int) else "")
   return summary
 
 
