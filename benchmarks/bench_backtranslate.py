@@ -16,6 +16,7 @@ import argparse
 import os
 import time
 
+from csl_jax.errors import run_script
 from csl_jax.methods.pcfg_bt import method as pcfg_bt
 from csl_jax.seq2seq import decode
 from csl_jax.seq2seq import train as train_lib
@@ -57,4 +58,4 @@ def main():
 
 
 if __name__ == "__main__":
-  main()
+  run_script(main)

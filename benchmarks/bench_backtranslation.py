@@ -20,6 +20,7 @@ import time
 
 from csl_jax import evaluation
 from csl_jax.data.tsv import read_tsv
+from csl_jax.errors import run_script
 from csl_jax.experiments.runner import load_categories
 from csl_jax.files import atomic_write_json
 from csl_jax.methods.pcfg_bt.method import WORD_SPM
@@ -91,4 +92,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-  main()
+  run_script(main)

@@ -26,6 +26,7 @@ import numpy as np
 import seqio
 
 from csl_jax.data import scan
+from csl_jax.errors import run_script
 from csl_jax.seq2seq import arrays
 from csl_jax.seq2seq import bundle
 from csl_jax.seq2seq import decode
@@ -93,4 +94,4 @@ def main():
 
 
 if __name__ == "__main__":
-  main()
+  run_script(main)

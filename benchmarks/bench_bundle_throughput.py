@@ -34,6 +34,7 @@ import shutil
 import tempfile
 import time
 
+from csl_jax.errors import run_script
 from csl_jax.seq2seq import bundle
 
 
@@ -129,4 +130,4 @@ def main():
 
 
 if __name__ == "__main__":
-  main()
+  run_script(main)

@@ -17,6 +17,7 @@ import numpy as np
 from csl_jax.cky import forest
 from csl_jax.cky.grammar_arrays import encode_qcfg
 from csl_jax.data.tsv import read_tsv
+from csl_jax.errors import run_script
 from csl_jax.qcfg.rules import load_rules
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -55,4 +56,4 @@ def main():
 
 
 if __name__ == "__main__":
-  main()
+  run_script(main)

@@ -20,6 +20,7 @@ import os
 import time
 
 from csl_jax.data import tsv
+from csl_jax.errors import run_script
 from csl_jax.selection import cmaxent
 from csl_jax.selection import diversity
 
@@ -91,4 +92,4 @@ def main():
 
 
 if __name__ == "__main__":
-  main()
+  run_script(main)

@@ -29,6 +29,7 @@ import numpy as np
 
 import bench_selection  # benchmarks/ is the script's directory
 from csl_jax.data import tsv
+from csl_jax.errors import run_script
 from csl_jax.selection import cmaxent
 from csl_jax.selection import cmaxent_kernel_reference
 from csl_jax.selection import diversity
@@ -49,6 +50,9 @@ def main():
   parser.add_argument("--numpy_steps", type=int, default=3)
   parser.add_argument("--compare", default="")
   args = parser.parse_args()
+  for flag, path in (("--pool", args.pool), ("--compare", args.compare)):
+    if path and not os.path.isfile(path):  # before any work
+      parser.error(f"{flag} {path}: no such file")
   os.makedirs(args.out, exist_ok=True)
   rec = {"pool": args.pool, "k": args.k}
 
@@ -106,4 +110,4 @@ def main():
 
 
 if __name__ == "__main__":
-  main()
+  run_script(main)

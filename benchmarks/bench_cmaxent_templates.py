@@ -29,6 +29,7 @@ import numpy as np
 
 from csl_jax import assets
 from csl_jax.data import tsv
+from csl_jax.errors import run_script
 from csl_jax.qcfg.output_cfg import load_output_cfg
 from csl_jax.selection import cmaxent
 from csl_jax.selection import diversity
@@ -144,4 +145,4 @@ def main():
 
 
 if __name__ == "__main__":
-  main()
+  run_script(main)

@@ -14,6 +14,8 @@ import os
 
 from bench_induction import DATA, timed as run  # Same directory.
 
+from csl_jax.errors import run_script
+
 RUNS = {  # name: (data dir, induction gin, model gin)
     "scan_addprim_jump": ("scan/addprim_jump", "scan", "scan_model"),
     "scan_addprim_turn_left": ("scan/addprim_turn_left", "scan",
@@ -74,4 +76,4 @@ def main():
 
 
 if __name__ == "__main__":
-  main()
+  run_script(main)

@@ -20,6 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from csl_jax.errors import run_script
 from csl_jax.seq2seq import decode
 from csl_jax.seq2seq import models
 
@@ -82,4 +83,4 @@ def main():
 
 
 if __name__ == "__main__":
-  main()
+  run_script(main)

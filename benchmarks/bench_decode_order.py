@@ -17,6 +17,7 @@ import time
 import jax.numpy as jnp
 import numpy as np
 
+from csl_jax.errors import run_script
 from csl_jax.seq2seq import decode
 from csl_jax.seq2seq import train as train_lib
 from tasks import vocab as vocab_lib
@@ -72,4 +73,4 @@ def main():
 
 
 if __name__ == "__main__":
-  main()
+  run_script(main)

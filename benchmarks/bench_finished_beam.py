@@ -26,6 +26,7 @@ from csl_jax import evaluation
 from csl_jax.data import scan
 from csl_jax.data.tsv import read_tsv
 from csl_jax.errors import InputError
+from csl_jax.errors import run_script
 from csl_jax.files import atomic_write_json
 from csl_jax.seq2seq import decode
 from csl_jax.seq2seq import train as train_lib
@@ -127,4 +128,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-  main()
+  run_script(main)

@@ -22,6 +22,8 @@ import sys
 import tempfile
 import time
 
+from csl_jax.errors import run_script
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COMMAND = ["augment", "--gin_file=gin/csl/scan_augment.gin"]
 WAYS = {"at install": "1", "at first run": "0"}
@@ -119,4 +121,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-  main()
+  run_script(main)

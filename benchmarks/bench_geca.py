@@ -17,8 +17,10 @@ import subprocess
 import sys
 import time
 
-DATA = os.environ.get("CSL_JAX_SHARED_DATA", "/work/shared/data")
+from csl_jax.errors import run_script
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DATA = os.path.join(ROOT, "..", "shared", "data")  # as the others read it
 
 SCAN = dict(wug_size=1, wug_count=2, max_len=40, dedup=True, window=None)
 PAPER_SCAN = dict(SCAN, holdout=640)  # the release's SCAN loader
@@ -158,6 +160,10 @@ def main():
     print(json.dumps(run_one(args.one)))
     return
   names = [n for c in args.cases for n in GROUPS.get(c, [c])]
+  unknown = [n for n in names if n not in CASES]
+  if unknown:
+    parser.error(f"unknown case {unknown[0]!r}; valid: "
+                 f"{', '.join(list(GROUPS) + list(CASES))}")
   records = []
   if os.path.exists(args.out):
     with open(args.out) as f:
@@ -180,7 +186,13 @@ def main():
   ok = [r for r in records if "error" not in r]
   with open(os.path.splitext(args.out)[0] + ".md", "w") as f:
     f.write(_markdown(ok))
+  failed = [r["case"] for r in records if "error" in r]
+  if failed:  # each said above, with its error
+    print(f"bench_geca.py: {len(failed)} case(s) failed: {', '.join(failed)}",
+          file=sys.stderr)
+    return 1
+  return 0
 
 
 if __name__ == "__main__":
-  main()
+  run_script(main)

@@ -19,6 +19,8 @@ import subprocess
 import sys
 import time
 
+from csl_jax.errors import run_script
+
 
 def _one(args):
   import gin  # pylint: disable=g-import-not-at-top
@@ -74,4 +76,4 @@ def main():
 
 
 if __name__ == "__main__":
-  main()
+  run_script(main)

@@ -14,6 +14,8 @@ import subprocess
 import sys
 import time
 
+from csl_jax.errors import run_script
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "..", "shared", "data")
 
@@ -51,6 +53,10 @@ def main():
   args = parser.parse_args()
   table = runs(args.workdir)
   names = args.only.split(",") if args.only else list(table)
+  unknown = [n for n in names if n not in table]
+  if unknown:
+    parser.error(f"unknown run {unknown[0]!r} in --only; valid: "
+                 f"{', '.join(table)}")
   if "cogs" in names and not os.path.exists(table["cogs"][0]):
     timed(["csl-jax", "prepare", "cogs", "--data_dir",
            os.path.join(DATA, "cogs"), "--out",
@@ -80,4 +86,4 @@ def main():
 
 
 if __name__ == "__main__":
-  main()
+  run_script(main)

@@ -11,6 +11,7 @@ import argparse
 import random
 import time
 
+from csl_jax.errors import run_script
 from csl_jax.qcfg.output_cfg import OutputCFG, Symbol
 
 
@@ -106,4 +107,4 @@ def main():
 
 
 if __name__ == "__main__":
-  main()
+  run_script(main)

@@ -30,6 +30,8 @@ from csl_jax import assets
 from csl_jax.data import cogs
 from csl_jax.data import registry
 from csl_jax.data import scan
+from csl_jax.errors import InputError
+from csl_jax.errors import run_script
 from csl_jax.pcfg import counts
 from csl_jax.pcfg import pcfg
 from csl_jax.qcfg.output_cfg import load_output_cfg
@@ -60,12 +62,19 @@ def main():
   parser.add_argument("--eval_part", default="test")
   args = parser.parse_args()
   dataset = registry.get(args.dataset)
+  if dataset.needs_data_dir and not args.data_dir:
+    parser.error(f"--dataset {args.dataset} needs --data_dir")
+  for split in args.splits:
+    dataset.check_split(split)
   cfg = load_output_cfg(assets.resolve(args.output_cfg or
                                        dataset.output_cfg))
   if args.dataset == "scan":
     _scan_language(cfg)
   for split in args.splits:
     parts = dataset.load(split, args.data_dir, {})
+    if args.eval_part not in parts:
+      raise InputError(f"{args.dataset} {split} has no {args.eval_part} part "
+                       f"(--eval_part; it has {', '.join(parts)})")
     _split_rows(cfg, split, parts["train"], parts[args.eval_part], args)
 
 
@@ -152,4 +161,4 @@ def _split_rows(cfg, split, train, test, args):
 
 
 if __name__ == "__main__":
-  main()
+  run_script(main)

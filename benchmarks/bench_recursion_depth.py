@@ -18,6 +18,7 @@ import argparse
 import collections
 from typing import Dict, List, Tuple
 
+from csl_jax.errors import run_script
 from csl_jax.selection.templates import Tree, parse_brackets
 
 
@@ -73,4 +74,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-  main()
+  run_script(main)

@@ -23,6 +23,7 @@ import seqio
 
 from csl_jax.data import scan
 from csl_jax.data import tsv
+from csl_jax.errors import run_script
 from csl_jax.seq2seq import input_pipeline
 from tasks import registry
 
@@ -80,4 +81,4 @@ def main():
 
 
 if __name__ == "__main__":
-  main()
+  run_script(main)

@@ -46,6 +46,7 @@ import time
 from csl_jax.data import scan
 from csl_jax.data import tsv
 from csl_jax.errors import InputError
+from csl_jax.errors import run_script
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # gin/experiments/cpu_small.gin's model and training (that file also binds
@@ -182,4 +183,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-  main()
+  run_script(main)

@@ -12,6 +12,7 @@ import argparse
 import time
 
 from csl_jax.data import scan
+from csl_jax.errors import run_script
 from csl_jax.model.csl_model import CSLModel
 from csl_jax.sampling import sampler
 
@@ -48,4 +49,4 @@ def main():
 
 
 if __name__ == "__main__":
-  main()
+  run_script(main)

@@ -30,6 +30,7 @@ import re
 from csl_jax.data import scan
 from csl_jax.data.tsv import read_tsv
 from csl_jax.errors import InputError
+from csl_jax.errors import run_script
 from csl_jax.pipeline.augment import DATA_DIR
 
 
@@ -144,4 +145,4 @@ def main():
 
 
 if __name__ == "__main__":
-  main()
+  run_script(main)

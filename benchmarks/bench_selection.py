@@ -2,7 +2,7 @@
 
 Make the pool with the project, e.g. a 1,000,000-sample CSL pool:
   csl-jax augment --out /tmp/sel_geo --dataset geoquery --split template_1 \
-    --data_dir /work/shared/data/geoquery \
+    --data_dir ../shared/data/geoquery \
     --gin_file=gin/csl/geoquery_augment.gin --gin.CSL.num_samples=1000000
 then
   python benchmarks/bench_selection.py --pool /tmp/sel_geo/csl/candidates.tsv \
@@ -40,6 +40,7 @@ import numpy as np
 
 from csl_jax import selection
 from csl_jax.data import tsv
+from csl_jax.errors import run_script
 from csl_jax.selection import cmaxent
 from csl_jax.selection import cmaxent_kernel_reference
 from csl_jax.selection import diversity
@@ -102,6 +103,8 @@ def main():
   parser.add_argument("--skip_cmaxent_above", type=int, default=10**9,
                       help="sizes above this run without CMaxEnt")
   args = parser.parse_args()
+  if not os.path.isfile(args.pool):  # before --out is made
+    parser.error(f"--pool {args.pool}: no such file")
   os.makedirs(args.out, exist_ok=True)
   record = {"pool": args.pool}
 
@@ -224,4 +227,4 @@ def main():
 
 
 if __name__ == "__main__":
-  main()
+  run_script(main)

@@ -16,6 +16,7 @@ import gin
 import jax
 import numpy as np
 
+from csl_jax.errors import run_script
 from csl_jax.seq2seq import decode
 from csl_jax.seq2seq import models
 from csl_jax.seq2seq import train
@@ -77,4 +78,4 @@ def main():
 
 
 if __name__ == "__main__":
-  main()
+  run_script(main)

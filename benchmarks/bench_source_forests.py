@@ -14,6 +14,7 @@ import numpy as np
 
 from csl_jax.cky.grammar_arrays import encode_qcfg
 from csl_jax.data.tsv import read_tsv
+from csl_jax.errors import run_script
 from csl_jax.model import source_forests
 from csl_jax.model import source_forests_reference
 from csl_jax.qcfg.rules import load_rules
@@ -44,4 +45,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-  main()
+  run_script(main)

@@ -14,6 +14,7 @@ import time
 import numpy as np
 
 from csl_jax.data import tsv
+from csl_jax.errors import run_script
 from csl_jax.selection import uat
 
 
@@ -42,4 +43,4 @@ def main():
 
 
 if __name__ == "__main__":
-  main()
+  run_script(main)

@@ -14,6 +14,7 @@ import numpy as np
 
 from csl_jax.cky.grammar_arrays import encode_qcfg
 from csl_jax.data.scan import make_split
+from csl_jax.errors import run_script
 from csl_jax.model import contexts
 from csl_jax.model import viterbi
 from csl_jax.qcfg.rules import parse_rules
@@ -87,4 +88,4 @@ def main():
 
 
 if __name__ == "__main__":
-  main()
+  run_script(main)

@@ -63,6 +63,8 @@ import sys
 import tempfile
 from typing import Dict, List, Tuple
 
+from csl_jax.errors import run_script
+
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _CSL = "language/compgen/csl"
 _NUM_SAMPLES = 100_000
@@ -415,4 +417,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-  main()
+  run_script(main)

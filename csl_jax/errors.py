@@ -1,6 +1,8 @@
 """Errors that point at the user's input: a file and a line, never a deep traceback."""
 
-from typing import Optional
+import os
+import sys
+from typing import Any, Callable, Optional
 
 
 class InputError(ValueError):
@@ -27,3 +29,21 @@ class Pending(Exception):
     super().__init__(", ".join(cells))
     self.cells = list(cells)  # gin adds context to the message, not here
     self.how = how
+
+
+def run_script(main: Callable[..., Any], *args: Any) -> None:
+  """`sys.exit(main(*args))` for the scripts under benchmarks/ and scripts/:
+  bad input (an InputError, a missing file or a directory where a file
+  belongs) is one line on stderr and exit status 2, as the `csl-jax`
+  commands do, not a traceback."""
+  name = os.path.basename(sys.argv[0])
+  try:
+    code = main(*args)
+  except InputError as e:
+    print(f"{name}: error: {e}", file=sys.stderr)
+    sys.exit(2)
+  except (FileNotFoundError, IsADirectoryError, NotADirectoryError) as e:
+    print(f"{name}: error: {e.filename}: {e.strerror.lower()}",
+          file=sys.stderr)
+    sys.exit(2)
+  sys.exit(code)

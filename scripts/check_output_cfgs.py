@@ -27,6 +27,8 @@ _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, _REPO_ROOT)
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
+from csl_jax.errors import InputError
+from csl_jax.errors import run_script
 from csl_jax.qcfg.output_cfg import OutputCFG, load_output_cfg
 
 DEFAULT_DATA_DIR = os.path.join(_REPO_ROOT, "..", "shared", "data")
@@ -178,6 +180,11 @@ def main(argv: Sequence[str]) -> int:
   parser.add_argument("--show", type=int, default=5,
                       help="failures to list per file and kind")
   args = parser.parse_args(argv[1:])
+  if not any(os.path.isdir(os.path.join(args.data_dir, d))
+             for d in ("geoquery", "cogs_varfree")):
+    # every file would be "not present, skipped" and the checks "pass"
+    raise InputError("no geoquery/ or cogs_varfree/ directory here: "
+                     "nothing to check (--data_dir)", args.data_dir)
   all_ok = True
   for title, cfg_path, subdir, files, junk in (
       ("GeoQuery FunQL", GEOQUERY_CFG, "geoquery", GEOQUERY_FILES,
@@ -210,4 +217,4 @@ def main(argv: Sequence[str]) -> int:
 
 
 if __name__ == "__main__":
-  sys.exit(main(sys.argv))
+  run_script(main, sys.argv)

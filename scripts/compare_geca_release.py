@@ -17,6 +17,7 @@ import argparse
 import json
 import time
 
+from csl_jax.errors import run_script
 from csl_jax.methods.geca import augment as augment_lib
 from csl_jax.methods.geca.config import GECAConfig
 
@@ -64,4 +65,4 @@ def main():
 
 
 if __name__ == "__main__":
-  main()
+  run_script(main)

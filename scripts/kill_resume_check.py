@@ -27,6 +27,8 @@ import subprocess
 import sys
 import time
 
+from csl_jax.errors import run_script
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FILES = ("csl/induce/grammar.qcfg", "csl/fit/params.npz", "csl/synthetic.tsv")
 
@@ -124,4 +126,4 @@ def main():
 
 
 if __name__ == "__main__":
-  main()
+  run_script(main)

@@ -41,6 +41,7 @@ sys.path.insert(0, _REPO_ROOT)
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
 from csl_jax.data import cogs
+from csl_jax.errors import run_script
 from csl_jax.qcfg.output_cfg import parse_output_cfg
 
 OUT = os.path.join(_REPO_ROOT, "tasks", "cogs", "typed.cfg")
@@ -150,4 +151,4 @@ def main():
 
 
 if __name__ == "__main__":
-  sys.exit(main())
+  run_script(main)

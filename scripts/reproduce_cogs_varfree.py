@@ -29,6 +29,7 @@ sys.path.insert(0, _REPO_ROOT)
 # pylint: disable=g-import-not-at-top,wrong-import-position
 from csl_jax.data import cogs
 from csl_jax.errors import InputError
+from csl_jax.errors import run_script
 
 DEFAULT_DIR = os.path.join(_REPO_ROOT, "..", "shared", "data", "cogs")
 SPLITS = ("train", "dev", "test", "gen")
@@ -148,4 +149,4 @@ def main(argv: Sequence[str]) -> int:
 
 
 if __name__ == "__main__":
-  sys.exit(main(sys.argv))
+  run_script(main, sys.argv)

@@ -4,13 +4,14 @@ Usage: python3 scripts/reproduce_scan_splits.py [SCAN_DIR]
 
 SCAN_DIR (default: <repo>/../shared/data/scan) holds <split>/train.tsv and
 <split>/test.tsv, one `command<TAB>actions` per line. The rule-defined splits
-(addprim_jump, addprim_turn_left, length) must equal the published files as
-multisets of lines. `simple` is random, so for it we check that our
+(addprim_jump, addprim_turn_left, length, template_around_right) must equal
+the published files as multisets of lines. `simple` is random, so for it we check that our
 train and test partition all 20,910 commands and that the published train and
 test together hold exactly our command set with our interpretations.
 Exits 1 on any mismatch.
 """
 
+import argparse
 import collections
 import os
 import sys
@@ -23,6 +24,7 @@ sys.path.insert(0, _REPO_ROOT)
 from csl_jax.data import scan
 from csl_jax.data.tsv import Example
 from csl_jax.errors import InputError
+from csl_jax.errors import run_script
 
 DEFAULT_DIR = os.path.join(_REPO_ROOT, "..", "shared", "data", "scan")
 _NUM_COMMANDS = 20910
@@ -98,10 +100,14 @@ def check_simple(directory: str) -> Tuple[bool, List[str]]:
 
 
 def main(argv: Sequence[str]) -> int:
-  if len(argv) > 2:
-    print(__doc__, file=sys.stderr)
-    return 2
-  root = argv[1] if len(argv) == 2 else DEFAULT_DIR
+  parser = argparse.ArgumentParser(
+      description=__doc__.split("\n")[0],
+      epilog="SCAN_DIR holds <split>/train.tsv and <split>/test.tsv.")
+  parser.add_argument("scan_dir", nargs="?", default=DEFAULT_DIR,
+                      metavar="SCAN_DIR")
+  root = parser.parse_args(argv[1:]).scan_dir
+  if not os.path.isdir(root):
+    raise InputError("no such directory (SCAN_DIR)", root)
   all_ok = True
   for name in scan.SPLITS:
     directory = os.path.join(root, name)
@@ -120,4 +126,4 @@ def main(argv: Sequence[str]) -> int:
 
 
 if __name__ == "__main__":
-  sys.exit(main(sys.argv))
+  run_script(main, sys.argv)

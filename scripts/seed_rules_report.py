@@ -28,6 +28,7 @@ sys.path.insert(0, _REPO_ROOT)
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
 from csl_jax.data.tsv import Example, read_tsv
+from csl_jax.errors import run_script
 from csl_jax.induction import seed_rules
 
 DEFAULT_DIR = os.path.join(_REPO_ROOT, "..", "shared", "data")
@@ -179,4 +180,4 @@ def main(argv: List[str]) -> int:
 
 
 if __name__ == "__main__":
-  sys.exit(main(sys.argv))
+  run_script(main, sys.argv)

@@ -44,6 +44,26 @@ def test_missing_directory_or_train(tmp_path):
     geoquery.load_split(tmp_path, "template_2")
 
 
+def test_other_data_given_as_geoquery_is_refused(tmp_path):
+  """SCAN's pairs in a GeoQuery split directory: no output is FunQL. One
+  unbalanced program among FunQL ones is let through (GECA-style noise is
+  not this loader's to judge)."""
+  scan_pairs = [Example("jump twice", "I_JUMP I_JUMP"),
+                Example("walk", "I_WALK")]
+  _write(tmp_path / "standard", "train", scan_pairs)
+  with pytest.raises(InputError, match=r"2 of 2 outputs are not FunQL "
+                     r"programs \(answer \( \.\.\. \)\), e\.g\. "
+                     r"'I_JUMP I_JUMP': is this GeoQuery data\?") as info:
+    geoquery.load_split(tmp_path, "standard")
+  assert info.value.source.endswith("train.tsv")
+  odd = [Example("x", "answer ( city ( m0 )")]  # one bracket short
+  _write(tmp_path / "length", "train", TRAIN * 2 + odd)
+  assert geoquery.load_split(tmp_path, "length")["train"][-1] == odd[0]
+  assert [geoquery._is_funql(p) for p in (  # pylint: disable=protected-access
+      "answer ( m0 )", "answer ( m0", "answer ) m0 ( )", "city ( m0 )")] == [
+          True, False, False, False]
+
+
 def test_malformed_line_names_file_and_line(tmp_path):
   _write(tmp_path / "template_1", "train", TRAIN)
   (tmp_path / "template_1" / "dev.tsv").write_text(

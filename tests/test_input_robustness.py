@@ -426,3 +426,27 @@ def test_progress_logs_when_stderr_is_not_a_terminal(monkeypatch, caplog):
   # pytest's captured stderr is no terminal.
   assert isinstance(progress_lib.progress(total=3),
                     progress_lib._LoggedProgress)
+
+
+def test_scripts_say_a_missing_file_in_one_line(tmp_path, capsys):
+  """`errors.run_script`, the entry of every script under benchmarks/ and
+  scripts/: a missing file or an InputError is one line and exit 2; what
+  main returns is the exit status."""
+  from csl_jax import errors  # pylint: disable=g-import-not-at-top
+  def reads(path):
+    with open(path, encoding="utf-8") as f:
+      return len(f.read())
+  missing = str(tmp_path / "nope.tsv")
+  for main, args, line in (
+      (reads, (missing,), f"{missing}: no such file or directory"),
+      (reads, (str(tmp_path),), f"{tmp_path}: is a directory"),
+      (lambda: (_ for _ in ()).throw(InputError("bad", "f.tsv", 3)), (),
+       "f.tsv:3: bad")):
+    with pytest.raises(SystemExit) as e:
+      errors.run_script(main, *args)
+    assert e.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"{os.path.basename(sys.argv[0])}: error: {line}"]
+  with pytest.raises(SystemExit) as e:
+    errors.run_script(lambda: 1)
+  assert e.value.code == 1

@@ -2,9 +2,12 @@
 
 import collections
 import os
+import shutil
+import sys
 
 import pytest
 
+from csl_jax import errors
 from csl_jax.data import scan
 from csl_jax.data.tsv import Example, write_tsv
 from csl_jax.errors import InputError
@@ -190,7 +193,16 @@ def test_reproduce_script_passes_and_fails(tmp_path, splits, capsys,
   assert not ok
   assert "FAIL train" in report[0] and "1 lines only ours" in report[1]
   assert "OK   test" in report[2]
-  # A missing directory is reported, not a traceback, and fails.
-  assert script.main(["x", str(tmp_path / "missing")]) == 1
+  # A missing split directory is reported, not a traceback, and fails.
+  shutil.rmtree(tmp_path / "length")
+  assert script.main(["x", str(tmp_path)]) == 1
   out = capsys.readouterr().out
   assert "no such file" in out and "MISMATCH" in out
+  # A missing SCAN_DIR is one line, exit 2 (as the scripts' run_script
+  # runs main), not five FAIL lines.
+  with pytest.raises(SystemExit) as e:
+    errors.run_script(script.main, ["x", str(tmp_path / "missing")])
+  assert e.value.code == 2
+  err = capsys.readouterr().err.strip().splitlines()
+  assert err == [f"{os.path.basename(sys.argv[0])}: error: "
+                 f"{tmp_path / 'missing'}: no such directory (SCAN_DIR)"]

@@ -34,4 +34,28 @@ def load_split(data_dir: str, split: str, skip_malformed: bool = False,
     path = os.path.join(directory, f"{part}.tsv")
     if os.path.isfile(path):
       parts[part] = read_tsv(path, skip_malformed, stats)
+      _check_funql(parts[part], path)
   return parts
+
+
+def _is_funql(program: str) -> bool:
+  """`answer ( ... )` with balanced brackets: the shape of every FunQL
+  program (tasks/geoquery/funql.cfg parses them in full)."""
+  tokens = program.split()
+  if tokens[:2] != ["answer", "("] or tokens[-1] != ")":
+    return False
+  depth = 0
+  for t in tokens:
+    depth += (t == "(") - (t == ")")
+    if depth < 0:
+      return False
+  return depth == 0
+
+
+def _check_funql(examples: List[Example], path: str) -> None:
+  """Most outputs not FunQL: other data (SCAN's, say) given as GeoQuery."""
+  bad = [e for e in examples if not _is_funql(e.output)]
+  if 2 * len(bad) > len(examples):
+    raise InputError(f"{len(bad):,} of {len(examples):,} outputs are not "
+                     f"FunQL programs (answer ( ... )), e.g. "
+                     f"{bad[0].output[:60]!r}: is this GeoQuery data?", path)
