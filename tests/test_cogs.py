@@ -285,7 +285,15 @@ def test_convert_file_names_bad_line(tmp_path):
     cogs.convert_file(src, str(tmp_path / "out.tsv"))
   assert (info.value.source, info.value.line) == (src, 2)
   assert "bad logical form" in str(info.value)
+  assert "variable-free already" not in str(info.value)
   assert not (tmp_path / "out.tsv").exists()
+  # Already variable-free (cogs_varfree/ given to `prepare cogs`): said.
+  varfree = _write(tmp_path / "vf.tsv",
+                   "A rose was helped by a dog .\t"
+                   "help ( theme = rose , agent = dog )\n")
+  with pytest.raises(InputError, match=r"looks variable-free already") as info:
+    cogs.convert_file(varfree, str(tmp_path / "out.tsv"))
+  assert (info.value.source, info.value.line) == (varfree, 1)
 
 
 def test_reproduce_script(tmp_path, capsys, load_script):

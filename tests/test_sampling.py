@@ -76,11 +76,15 @@ def test_dedup_and_output_cfg_rejection_are_bounded():
   # max depth 2 allows few distinct pairs: dedup stops when attempts run out.
   assert len(set(got.pairs)) == len(got.pairs) < 1000
   assert got.stats["num_attempts"] <= 5 * 1000
+  assert got.stats["not_intersected_because"] == (
+      "no output CFG (the model has none)")
   cfg = parse_output_cfg("Q -> W | W W | W R\n")
   got = sampler.sample(model, 500, sampler.SampleConfig(
       max_depth=3, seed=0, intersect=False), output_cfg=cfg)
   assert all(y in ("W", "W W", "W R") for _, y in got.pairs)
   assert 0 < got.stats["cfg_rejection_rate"] < 1
+  assert got.stats["not_intersected_because"].startswith(
+      "SampleConfig.intersect is False")
 
 
 CFG = parse_output_cfg(TOY_OUTPUT_CFG)

@@ -585,7 +585,12 @@ def convert_examples(in_path: str,
       out.append(tsv.Example(ex.input, to_varfree(ex.output, ex.input,
                                                   primitives)))
     except InputError as e:
-      raise InputError(e.message, os.fspath(in_path), line) from None
+      hint = ""
+      if " = " in ex.output and "x _" not in ex.output:  # `f ( theme = y )`
+        hint = (" (this looks variable-free already, as `prepare cogs` "
+                "writes it: use those files as they are, e.g. `--dataset "
+                "tsv`)")
+      raise InputError(e.message + hint, os.fspath(in_path), line) from None
   return out
 
 

@@ -183,6 +183,12 @@ def sample(model: CSLModel, num: int, config: SampleConfig,
       "mean_depth": float(np.mean(depths)) if depths else 0.0,
       "intersected": joint is not None,
       "intersect_mode": config.intersect_mode if joint is not None else None,
+      # Why not, where `config.intersect` asked for it: a summary's config
+      # says intersect true beside intersected false.
+      **({} if joint is not None else {"not_intersected_because": (
+          "SampleConfig.intersect is False: outputs outside the CFG are "
+          "rejected" if output_cfg is not None else
+          "no output CFG (the model has none)")}),
       "seconds": time.time() - start,
   }
   return SampleResult(pairs, depths, stats)
