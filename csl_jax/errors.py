@@ -43,7 +43,8 @@ def run_script(main: Callable[..., Any], *args: Any) -> None:
     print(f"{name}: error: {e}", file=sys.stderr)
     sys.exit(2)
   except (FileNotFoundError, IsADirectoryError, NotADirectoryError) as e:
-    print(f"{name}: error: {e.filename}: {e.strerror.lower()}",
-          file=sys.stderr)
+    what = (f"{e.filename}: {e.strerror.lower()}" if e.filename and
+            e.strerror else str(e))
+    print(f"{name}: error: {what}", file=sys.stderr)
     sys.exit(2)
   sys.exit(code)

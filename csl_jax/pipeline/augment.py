@@ -294,8 +294,8 @@ def _augment(run_dir, dataset, split, data_dir, dataset_options, methods,
              if os.path.exists(os.path.join(data_dir_out, f"{p}.tsv"))}
     for part, setting in need_parts.items():
       if part not in parts:
-        raise InputError(f"{setting}: {dataset} {summary['split'] or ''} "
-                         f"has no {part} part (it has "
+        which = " ".join(filter(None, (dataset, summary["split"])))
+        raise InputError(f"{setting}: {which} has no {part} part (it has "
                          f"{', '.join(parts)})", data_dir_out)
     run_data = method_base.RunData(data_dir_out, parts)
     waiting = []  # methods whose work waits elsewhere; the others go on
