@@ -6,6 +6,9 @@ before the user's gin files: their files and `--gin.` bindings still win.
 Before, a method left to its class defaults ran settings of no dataset (on
 SCAN GECA's wug is one word, not four; on COGS it needs its memory cap) and
 `pcfg_bt` stopped for want of an output grammar the dataset has.
+
+From Python, `csl_jax.pipeline.augment.configure(dataset, methods,
+gin_files, bindings)` does what the command does with gin.
 """
 
 import os
@@ -87,3 +90,17 @@ def bound(name: str, default):
     return gin.query_parameter(name)
   except ValueError:  # not bound
     return default
+
+
+# Whether gin was configured as a command configures it (`augment.configure`,
+# or a `csl-jax` command's entry point): `augment` called without it warns.
+_CONFIGURED: List[bool] = []
+
+
+def mark_configured() -> None:
+  _CONFIGURED[:] = [True]
+
+
+def configured() -> bool:
+  return bool(_CONFIGURED)
+

@@ -346,3 +346,37 @@ def test_many_series_are_lines_few_are_bars(tmp_path, monkeypatch):
   assert len(many.lines) == 4 and not many.patches
   assert len({line.get_marker() for line in many.lines}) == 4
   assert list(many.lines[3].get_ydata()) == [25.0, 50.0, 0, 0, 0, 25.0]
+
+
+def test_from_python_configure_reads_the_datasets_settings(tmp_path, caplog):
+  """`augment()` from Python without the dataset's settings says so (it
+  ran SCAN's CSL with the class defaults: max_nts 4, not 2, silently);
+  `augment.configure` reads them, then the user's bindings on top, and can
+  be called again (gin left unlocked)."""
+  # pylint: disable=g-import-not-at-top
+  from csl_jax import gin_defaults
+  from csl_jax.pipeline import augment
+  # pylint: enable=g-import-not-at-top
+  saved = list(gin_defaults._CONFIGURED)  # pylint: disable=protected-access
+  try:
+    gin_defaults._CONFIGURED.clear()  # pylint: disable=protected-access
+    with gin.unlock_config():
+      gin.clear_config()
+    with pytest.raises(InputError, match="unknown scan split"):
+      augment.augment(str(tmp_path / "a"), dataset="scan", split="nope")
+    assert ("augment(dataset='scan') called without the dataset's settings "
+            "(gin/csl/scan_augment.gin)") in caplog.text
+    assert "augment.configure('scan', ['csl'], ...)" in caplog.text
+    caplog.clear()
+    for samples in (1000, 700):
+      assert augment.configure("scan", ["csl"], bindings=[
+          f"CSL.num_samples = {samples}"]) == ["gin/csl/scan_augment.gin"]
+      assert gin.query_parameter("CSL.num_samples") == samples
+      assert gin.query_parameter("InductionConfig.max_nts") == 2  # SCAN's
+    with pytest.raises(InputError, match="unknown scan split"):
+      augment.augment(str(tmp_path / "b"), dataset="scan", split="nope")
+    assert "called without the dataset's settings" not in caplog.text
+  finally:
+    gin_defaults._CONFIGURED[:] = saved  # pylint: disable=protected-access
+    with gin.unlock_config():
+      gin.clear_config()

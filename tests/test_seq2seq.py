@@ -1010,7 +1010,7 @@ def test_cli_train_and_decode(reverse_task, tmp_path, monkeypatch, capsys):
                   "--task t_cli_csl_mixture is a mixture: decode one of its "
                   "tasks", "t_cli's vocabulary is not the one the model was "
                   "trained with", "CSL_JAX_EXTRA_IDS) must be >= 0, got -5",
-                  "--eval_split 'nosuch': t_cli has no such split"):
+                  "TrainConfig.eval_split 'nosuch': t_cli has no such split"):
     assert message in err, message
   summary = json.load(open(os.path.join(dec_dir, "summary.json")))
   assert summary["num_examples"] == 14 and "exact_match" in summary

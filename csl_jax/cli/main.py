@@ -148,6 +148,7 @@ def configure_gin(module, args: argparse.Namespace, files: List[str],
       logging.info("gin: %s first (the dataset's settings for the "
                    "methods; your gin files and bindings override them)",
                    ", ".join(defaults))
+    gin_defaults.mark_configured()
   except tokenize.TokenError as e:  # an unclosed bracket or string
     raise InputError(_token_error(e, files)) from None
   except (IOError, ValueError, SyntaxError) as e:

@@ -92,15 +92,6 @@ def _register(task, data_dir, synthetic) -> None:
                      "--data_dir, or set $CSL_JAX_DATA)")
 
 
-def _check_split(task: str, split: str, flag: str) -> None:
-  """A split the task lacks is named with those it has, before any work."""
-  import seqio  # pylint: disable=g-import-not-at-top
-  splits = seqio.get_mixture_or_task(task).splits
-  if split not in splits:
-    raise InputError(f"{flag} {split!r}: {task} has no such split (it has "
-                     f"{', '.join(sorted(splits))})")
-
-
 def _train(args) -> int:
   # pylint: disable=g-import-not-at-top
   from csl_jax.seq2seq import input_pipeline, models, train
@@ -111,8 +102,6 @@ def _train(args) -> int:
       ("num_steps", args.steps), ("batch_size", args.batch_size),
       ("seed", args.seed), ("eval_split", args.eval_split)) if v is not None}
   config = dataclasses.replace(config, **overrides)
-  if config.eval_split:  # else found at the first checkpoint, which it loses
-    _check_split(args.task, config.eval_split, "--eval_split")
   extra = {"data_dir": args.data_dir and os.path.abspath(args.data_dir),
            "synthetic": args.synthetic and os.path.abspath(args.synthetic)}
   with stage.stage(args.out, stage.command_line()) as summary:
@@ -147,7 +136,7 @@ def _decode(args) -> int:
   if isinstance(provider, seqio.Mixture):  # no metrics or postprocessing
     raise InputError(f"--task {args.task} is a mixture: decode one of its "
                      f"tasks ({', '.join(t.name for t in provider.tasks)})")
-  _check_split(args.task, args.split, "--split")
+  input_pipeline.check_split(args.task, args.split, "--split")
   if args.batch_size < 1:
     raise InputError(f"--batch_size must be >= 1, got {args.batch_size}")
   if args.beam_size < 1:  # else greedy, recorded as the flag's value

@@ -34,6 +34,8 @@ from csl_jax.pipeline import cache
 from csl_jax.pipeline import lock
 from csl_jax.pipeline import report as report_lib
 from csl_jax import configs
+from csl_jax import gin_defaults
+from csl_jax import quiet
 from csl_jax import selection
 from csl_jax.selection import diversity
 from csl_jax.selection import templates
@@ -190,6 +192,33 @@ def diversity_stage(selections: Sequence[Tuple[str, str]], candidates: str,
       config, run)
 
 
+def configure(dataset: str, methods: Sequence[str] = ("csl",),
+              gin_files: Sequence[str] = (),
+              bindings: Sequence[str] = ()) -> List[str]:
+  """From Python, gin as `csl-jax augment --dataset DATASET --method M...
+  --gin_file=F... --gin.B...` sets it: the dataset's settings for the
+  methods (`csl_jax.gin_defaults`), then `gin_files` and `bindings` (e.g.
+  "CSL.num_samples = 1000") on top; `include 'gin/...'` resolves from the
+  checkout. The config stays unlocked, so a later call configures afresh.
+  Returns the files read.
+
+    augment.configure("scan", ["csl"], bindings=["CSL.num_samples = 1000"])
+    augment.augment("runs/scan", dataset="scan", split="addprim_jump")
+  """
+  # pylint: disable=g-import-not-at-top,unused-import
+  from csl_jax.model import train  # FitConfig
+  from csl_jax.seq2seq import config  # pcfg_bt's reverse model
+  # pylint: enable=g-import-not-at-top,unused-import
+  quiet.quiet_gin_search()  # its "Path not found" probes of each root
+  gin.add_config_file_search_path(gin_defaults.REPO_ROOT)
+  gin.clear_config()
+  read = gin_defaults.missing(dataset, methods, gin_files) + list(gin_files)
+  gin.parse_config_files_and_bindings(read, list(bindings),
+                                      finalize_config=False)
+  gin_defaults.mark_configured()
+  return read
+
+
 @gin.configurable(module="augment")
 def augment(run_dir: str, dataset: str = "scan", split: Optional[str] = None,
             data_dir: Optional[str] = None,
@@ -273,6 +302,13 @@ def _augment(run_dir, dataset, split, data_dir, dataset_options, methods,
              select, select_num, select_seed, wait, need_parts
              ) -> Dict[str, Any]:
   selectors = selection.parse(select)  # fail before any work on a bad name
+  for name, value in (("select_num", select_num),
+                      ("select_seed", select_seed)):
+    if value is not None and (isinstance(value, bool) or
+                              not isinstance(value, int)):
+      raise InputError(f"--{name} must be an integer, not {value!r}")
+  if isinstance(methods, str):  # "csl" is a method, not "c", "s", "l"
+    methods = [methods]
   if selectors and (select_num is None or select_num < 1):
     raise InputError("--select needs --select_num K with K >= 1")
   if select_seed is not None and select_seed < 0:
@@ -281,6 +317,13 @@ def _augment(run_dir, dataset, split, data_dir, dataset_options, methods,
     raise InputError("--select_num needs --select (a selector to keep "
                      "that many)")
   chosen = [method_base.get(m) for m in methods]
+  if not gin_defaults.configured() and gin_defaults.files(dataset, methods):
+    logging.warning(
+        "augment(dataset=%r) called without the dataset's settings (%s): "
+        "each method runs its class defaults; from Python, call "
+        "csl_jax.pipeline.augment.configure(%r, %r, ...) first, as `csl-jax "
+        "augment` does", dataset, ", ".join(gin_defaults.files(
+            dataset, methods)), dataset, list(methods))
   options = dict(dataset_options or {})
   with lock.run_lock(run_dir, wait):
     summary: Dict[str, Any] = {"dataset": dataset, "stages": {}}

@@ -13,6 +13,7 @@ from absl import logging
 import numpy as np
 
 from csl_jax import quiet
+from csl_jax.errors import InputError
 
 Batch = Dict[str, np.ndarray]
 FEATURES = ("encoder_input_tokens", "decoder_input_tokens",
@@ -124,6 +125,16 @@ def count_too_long(task: str, split: str, feature_lengths: Mapping[str, int],
       for k in ("inputs", "targets"):
         counts[k] += int((batch[k] > feature_lengths[k]).sum())
   return counts
+
+
+def check_split(task: str, split: str, setting: str) -> None:
+  """A split the task lacks is an InputError naming those it has (before
+  any work: a training run would meet it at its first checkpoint)."""
+  import seqio  # pylint: disable=g-import-not-at-top
+  splits = seqio.get_mixture_or_task(task).splits
+  if split not in splits:
+    raise InputError(f"{setting} {split!r}: {task} has no such split (it "
+                     f"has {', '.join(sorted(splits))})")
 
 
 def warn_if_too_long(task: str, split: str,

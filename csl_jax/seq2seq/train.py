@@ -504,6 +504,9 @@ def train(out_dir: str, task: str,
   """
   model_config = sized_for(model_config or models.Seq2SeqConfig(), task)
   config = config or TrainConfig()
+  if config.eval_split:  # else met at the first checkpoint, which it loses
+    input_pipeline.check_split(task, config.eval_split,
+                               "TrainConfig.eval_split")
   feature_lengths = input_pipeline.lengths(model_config.max_input_len,
                                            model_config.max_target_len)
 
