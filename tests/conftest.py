@@ -96,6 +96,18 @@ def clear_gin():
 
 
 @pytest.fixture
+def python_sigint():
+  """Python's own SIGINT handler for the test. A suite started in the
+  background (`&`, nohup) inherits SIGINT ignored, which the trainers
+  rightly leave alone, so a test of their Ctrl-C needs the handler a
+  terminal's process has."""
+  import signal  # pylint: disable=g-import-not-at-top
+  before = signal.signal(signal.SIGINT, signal.default_int_handler)
+  yield
+  signal.signal(signal.SIGINT, before)
+
+
+@pytest.fixture
 def load_script():
   """Loads `scripts/<name>.py` (or `<folder>/<name>.py`, e.g. benchmarks/)
   as a module (neither folder is a package)."""

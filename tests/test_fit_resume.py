@@ -102,7 +102,8 @@ def test_killed_run_resumes_exactly(uninterrupted, tmp_path, kill):
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_ctrl_c_or_sigterm_checkpoints_the_step_reached(uninterrupted,
-                                                       tmp_path, signum):
+                                                       tmp_path, signum,
+                                                       python_sigint):  # pylint: disable=unused-argument
   """A newcomer's SIGTERM in `fit` exited without a word, resuming from
   the last periodic checkpoint: now the step reached is saved first, and
   the rerun ends as the uninterrupted run does, bit for bit."""

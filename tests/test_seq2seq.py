@@ -552,7 +552,7 @@ def _assert_same_params(a_dir, b_dir, selected=False):
 
 
 def test_ctrl_c_checkpoints_the_step_reached_and_resumes_there(
-    trained, reverse_task, tmp_path, monkeypatch, capfd):
+    trained, reverse_task, tmp_path, monkeypatch, capfd, python_sigint):  # pylint: disable=unused-argument
   """Ctrl-C (SIGINT) stops as SIGTERM does: the step reached is
   checkpointed, then KeyboardInterrupt says so; the rerun resumes there
   to the uninterrupted run's parameters and dev choices."""
@@ -583,7 +583,7 @@ def test_ctrl_c_checkpoints_the_step_reached_and_resumes_there(
 
 
 def test_ctrl_c_twice_stops_at_once_and_says_what_is_lost(
-    trained, reverse_task, tmp_path, monkeypatch):
+    trained, reverse_task, tmp_path, monkeypatch, python_sigint):  # pylint: disable=unused-argument
   """A second Ctrl-C is Python's own: no checkpoint, and the
   KeyboardInterrupt says the steps since the last one are trained again
   (as the rerun does, to the same parameters); Ctrl-C at the last step
