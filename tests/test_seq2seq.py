@@ -74,6 +74,16 @@ def test_relative_position_bucket_matches_twin(bidirectional):
   np.testing.assert_array_equal(got, want)
 
 
+def test_heads_that_do_not_split_d_model_are_refused():
+  """d_model 30 over 4 heads attended in 4 x 7 = 28 dimensions, silently."""
+  from csl_jax.errors import InputError  # pylint: disable=g-import-not-at-top
+  for d_model, heads in ((30, 4), (64, 0), (64, 3)):
+    with pytest.raises(InputError, match=f"d_model {d_model} is not a "
+                       f"multiple of num_heads {heads}"):
+      models.Seq2SeqConfig(d_model=d_model, num_heads=heads)
+  assert models.Seq2SeqConfig(d_model=32, num_heads=8).head_dim == 4
+
+
 def test_buckets_past_the_exact_ones_or_a_clear_error():
   """At max_distance <= num_buckets // 2 the decoder's far buckets were
   garbage (negative ids, silently): such a config is refused; the

@@ -48,6 +48,12 @@ class Seq2SeqConfig:
           f"seq2seq.Seq2SeqConfig.max_distance {self.max_distance} with "
           f"num_buckets {self.num_buckets}: need num_buckets >= 4 and "
           f"max_distance > num_buckets // 2 (the decoder's exact buckets)")
+    # Heads split d_model: a remainder would be dropped (d_model 30 over 4
+    # heads attended in 28), silently.
+    if self.num_heads < 1 or self.d_model % self.num_heads:
+      raise InputError(
+          f"seq2seq.Seq2SeqConfig.d_model {self.d_model} is not a multiple "
+          f"of num_heads {self.num_heads}")
 
 
 @gin.configurable(module="seq2seq")
