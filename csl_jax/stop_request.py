@@ -28,15 +28,16 @@ AT_ONCE = ("stopped at once (Ctrl-C twice), without a checkpoint: the same "
 
 class StopRequest:
   """`with StopRequest() as stop:` ... `stop.requested` once SIGTERM came
-  (with `interrupt=True`, or a first Ctrl-C: then `stop.interrupted` too);
+  (with `interrupt=True`, or a first Ctrl-C: then `stop.interrupted` too,
+  and the Ctrl-C is answered on stderr, naming the work `what`);
   the earlier handlers are back after the block. A Ctrl-C the block did not
   act on is raised as KeyboardInterrupt as it ends."""
 
-  def __init__(self, interrupt: bool = False, announce: str = ""):
+  def __init__(self, interrupt: bool = False, what: str = ""):
     self.requested = False
     self.interrupted = False
     self._interrupt = interrupt
-    self._announce = announce  # written to stderr at the first Ctrl-C
+    self._what = what  # the work, as the messages name it ("fit")
     self._previous = {}
 
   def __enter__(self) -> "StopRequest":
@@ -60,12 +61,13 @@ class StopRequest:
     if self.interrupted:
       raise KeyboardInterrupt(AT_ONCE)
     self.requested = self.interrupted = True
-    if self._announce:
-      # os.write: the main thread may be inside a write to sys.stderr.
-      try:
-        os.write(2, f"\n{self._announce}\n".encode())
-      except OSError:
-        pass
+    # os.write: the main thread may be inside a write to sys.stderr.
+    try:
+      os.write(2, (f"\ncsl-jax: Ctrl-C: {self._what} checkpoints the step "
+                   "in progress, then stops (Ctrl-C again: at once, without "
+                   "it)\n").encode())
+    except OSError:
+      pass
 
   def __exit__(self, exc_type, *exc_info):
     for signum, previous in self._previous.items():
@@ -75,11 +77,12 @@ class StopRequest:
     if self.interrupted and exc_type is None:
       raise KeyboardInterrupt
 
-  def stop(self, what: str, step: int):
+  def stop(self, step: int):
     """Once the step reached is checkpointed: KeyboardInterrupt after a
     first Ctrl-C, SystemExit(EXIT_CODE) after SIGTERM, each saying so."""
     if self.interrupted:
-      raise KeyboardInterrupt(f"{what} stopped at step {step} (checkpointed);"
-                              " the same command resumes there")
-    logging.info("SIGTERM: %s stopped at step %d (checkpointed)", what, step)
+      raise KeyboardInterrupt(f"{self._what} stopped at step {step} "
+                              "(checkpointed); the same command resumes there")
+    logging.info("SIGTERM: %s stopped at step %d (checkpointed)", self._what,
+                 step)
     raise SystemExit(EXIT_CODE)

@@ -317,9 +317,7 @@ def fit(rules: Sequence[Rule], pairs, config: FitConfig, max_nts: int = 4,
           _converged(epochs, config))
   # SIGTERM, or a first Ctrl-C, checkpoints the step reached and stops (the
   # restarts above are not checkpointed: there Ctrl-C stops at once).
-  with StopRequest(interrupt=True, announce=(
-      "csl-jax: Ctrl-C: fit checkpoints the step in progress, then stops "
-      "(Ctrl-C again: at once, without it)")) as stop:
+  with StopRequest(interrupt=True, what="fit") as stop:
     while step < config.num_steps and not done:
       k = step % len(batches)
       params, opt_state, loss = train_step(params, opt_state, batches[k],
@@ -343,7 +341,7 @@ def fit(rules: Sequence[Rule], pairs, config: FitConfig, max_nts: int = 4,
         save(step)
       if stop.requested and step < config.num_steps:
         save(step)
-        stop.stop("fit", step)
+        stop.stop(step)
     save(step)
   if rule_class is not None:
     params = _untied_jit(params, rule_class)

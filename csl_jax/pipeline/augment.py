@@ -159,14 +159,11 @@ def diversity_stage(selections: Sequence[Tuple[str, str]], candidates: str,
                       e)
       return dict(out, diversity=[], error=str(e))
     # Templates that are the distinct programs (an abstraction of another
-    # dataset's, e.g. SMCalFlow's for Lisp programs of your own): said.
+    # dataset's, e.g. SMCalFlow's for Lisp programs of your own) are said
+    # (`report.nothing_abstracted`).
     out["pool_queries"] = int(feats.valid.sum())
     out["pool_templates"] = int(np.unique(
         feats.template_of[feats.valid]).size)
-    line = report_lib.nothing_abstracted(candidates, dict(
-        out, abstraction=feats.abstraction))
-    if line:
-      logging.warning("selection: %s", line)
     rows = diversity.report_rows(feats, indices, seed=seed,
                                  random_repeats=RANDOM_REPEATS)
     whole = diversity.diversity(feats, np.arange(len(pool)))
@@ -317,13 +314,15 @@ def _augment(run_dir, dataset, split, data_dir, dataset_options, methods,
     raise InputError("--select_num needs --select (a selector to keep "
                      "that many)")
   chosen = [method_base.get(m) for m in methods]
-  if not gin_defaults.configured() and gin_defaults.files(dataset, methods):
+  settings = [] if gin_defaults.configured() else gin_defaults.files(
+      dataset, methods)
+  if settings:
     logging.warning(
         "augment(dataset=%r) called without the dataset's settings (%s): "
         "each method runs its class defaults; from Python, call "
         "csl_jax.pipeline.augment.configure(%r, %r, ...) first, as `csl-jax "
-        "augment` does", dataset, ", ".join(gin_defaults.files(
-            dataset, methods)), dataset, list(methods))
+        "augment` does", dataset, ", ".join(settings), dataset,
+        list(methods))
   options = dict(dataset_options or {})
   with lock.run_lock(run_dir, wait):
     summary: Dict[str, Any] = {"dataset": dataset, "stages": {}}
@@ -378,15 +377,8 @@ def _augment(run_dir, dataset, split, data_dir, dataset_options, methods,
                                                       stage.path(workdir))
         summary["stages"][f"{method.name}/{stage.name}"] = _brief(
             stage_summaries[stage.name])
-        # Every run, cached or not: a short subset is never a surprise.
-        short = report_lib.shortfall(f"{method.name}/{stage.name}",
-                                     stage_summaries[stage.name])
-        if short:
-          logging.warning("selection: %s", short)
-        repeated = report_lib.repeats(f"{method.name}/{stage.name}",
-                                      stage_summaries[stage.name])
-        if repeated:
-          logging.warning("selection: %s", repeated)
+        _log_warnings(f"{method.name}/{stage.name}",
+                      stage_summaries[stage.name])
         selections.append((stage.name, os.path.join(stage.path(workdir),
                                                     "synthetic.tsv")))
       if selections:
@@ -396,6 +388,8 @@ def _augment(run_dir, dataset, split, data_dir, dataset_options, methods,
                                                       stage.path(workdir))
         summary["stages"][f"{method.name}/{stage.name}"] = _brief(
             stage_summaries[stage.name])
+        _log_warnings(f"{method.name}/{stage.name}",
+                      stage_summaries[stage.name])
       atomic_write_json(os.path.join(workdir, "summary.json"), {
           "method": method.name, "data_key": data_key,
           "stages": stage_summaries,
@@ -407,6 +401,13 @@ def _augment(run_dir, dataset, split, data_dir, dataset_options, methods,
     summary["report"] = report_lib.write_report(run_dir)
     atomic_write_json(os.path.join(run_dir, "summary.json"), summary)
   return summary
+
+
+def _log_warnings(where: str, stage_summary: Mapping[str, Any]) -> None:
+  """A stage's warnings (`report.stage_warnings`) on every run, cached or
+  not: a short or repetitive selection is never a surprise."""
+  for line in report_lib.stage_warnings(where, stage_summary):
+    logging.warning("selection: %s", line)
 
 
 def _brief(stage_summary: Mapping[str, Any]) -> Dict[str, Any]:

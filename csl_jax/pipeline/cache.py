@@ -65,9 +65,7 @@ def is_current(stage: Stage, directory: str,
   (`record`: the stage's `stage_key`, where the caller has it)."""
   record = record or stage_key(stage.name, stage.inputs, stage.config)
   old = _read_key(os.path.join(directory, KEY_FILE))
-  return bool(old is not None and old.get("complete") and
-              old.get("key") == record["key"] and
-              os.path.exists(os.path.join(directory, SUMMARY_FILE)))
+  return _same_key(old, record) and _finished(old, directory)
 
 
 def run_stage(stage: Stage, directory: str,
@@ -79,8 +77,8 @@ def run_stage(stage: Stage, directory: str,
   key_path = os.path.join(directory, KEY_FILE)
   summary_path = os.path.join(directory, SUMMARY_FILE)
   old = _read_key(key_path)
-  if old is not None and old.get("key") == record["key"]:
-    if old.get("complete") and os.path.exists(summary_path):
+  if _same_key(old, record):
+    if _finished(old, directory):
       logging.info("stage %s: unchanged, reusing %s", stage.name, directory)
       summary = read_json(summary_path)
       summary["cached"] = True
@@ -105,6 +103,17 @@ def run_stage(stage: Stage, directory: str,
   logging.info("stage %s: done in %.1f s%s", stage.name, summary["seconds"],
                f", {made:,} examples" if isinstance(made, int) else "")
   return summary
+
+
+def _same_key(old: Optional[Mapping[str, Any]],
+              record: Mapping[str, Any]) -> bool:
+  return old is not None and old.get("key") == record["key"]
+
+
+def _finished(old: Mapping[str, Any], directory: str) -> bool:
+  """A run under that key completed and left its summary."""
+  return bool(old.get("complete")) and os.path.exists(
+      os.path.join(directory, SUMMARY_FILE))
 
 
 def _read_key(path: str):

@@ -205,15 +205,19 @@ def _warnings(run_dir: str, methods: Sequence[str],
       lines.append(_nothing_made(m, info[m]))
     stages = info[m].get("stages", {})
     for stage in info[m].get("stage_order", sorted(stages)):
-      if "diversity" in stages[stage]:
-        line = nothing_abstracted(f"{m}/{stage}", stages[stage])
-        lines += [line] if line else []
-      if "selector" in stages[stage]:
-        line = shortfall(f"{m}/{stage}", stages[stage])
-        lines += [line] if line else []
-        line = repeats(f"{m}/{stage}", stages[stage])
-        lines += [line] if line else []
+      lines += stage_warnings(f"{m}/{stage}", stages[stage])
   return lines
+
+
+def stage_warnings(where: str, summary: Mapping[str, Any]) -> List[str]:
+  """A selection's or diversity stage's warnings (from its summary): the
+  report lists them, and `augment` logs them on every run, cached or not."""
+  found = []
+  if "diversity" in summary:
+    found.append(nothing_abstracted(where, summary))
+  if "selector" in summary:
+    found += [shortfall(where, summary), repeats(where, summary)]
+  return [line for line in found if line]
 
 
 def nothing_abstracted(where: str, summary: Mapping[str, Any]
@@ -245,6 +249,10 @@ def repeats(stage: str, summary: Mapping[str, Any]) -> Optional[str]:
           "`--gin.SampleConfig.dedup=True` samples distinct pairs)")
 
 
+_SELECTIONS_INTRO = (
+    "Abstract templates covered and atom / compound entropies H(A), H(C) in "
+    "nats (Oren et al., 2021), each with a random selection of the same "
+    "size for comparison.")
 SELECTION_HEADER = ["method", "selection", "size", "templates covered",
                     "H(A)", "H(C)", "random: templates covered",
                     "random: H(A)", "random: H(C)"]
@@ -323,10 +331,7 @@ def write_report(run_dir: str) -> str:
     md += ["## Warnings", ""] + [f"- {w}" for w in warnings] + [""]
   md += ["## Data", "", _table_md(header, sizes), ""]
   if chosen or notes:
-    md += ["## Selections", "",
-           "Abstract templates covered and atom / compound entropies H(A), "
-           "H(C) in nats (Oren et al., 2021), each with a random selection "
-           "of the same size for comparison.", ""]
+    md += ["## Selections", "", _SELECTIONS_INTRO, ""]
     md += [_table_md(SELECTION_HEADER, chosen), ""] if chosen else []
     md += [f"- {n}" for n in notes] + [""]
     md += [f"![{w}]({p})" for w, p in chosen_plots]
@@ -350,10 +355,7 @@ text-align:left}}</style></head><body><h1>{html.escape(title)}</h1>
         f"<li>{html.escape(w)}</li>" for w in warnings) + "</ul>\n")
   page.append(f"<h2>Data</h2>{_table_html(header, sizes)}\n")
   if chosen or notes:
-    page.append("<h2>Selections</h2><p>Abstract templates covered and atom "
-                "/ compound entropies H(A), H(C) in nats (Oren et al., "
-                "2021), each with a random selection of the same size for "
-                "comparison.</p>")
+    page.append(f"<h2>Selections</h2><p>{html.escape(_SELECTIONS_INTRO)}</p>")
     page += [_table_html(SELECTION_HEADER, chosen)] if chosen else []
     page.append("<ul>" + "".join(f"<li>{html.escape(n)}</li>"
                                  for n in notes) + "</ul>")

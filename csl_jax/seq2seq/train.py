@@ -667,9 +667,7 @@ def fit(out_dir: str, model_config, config: TrainConfig,
     shown[:] = [now, timed_steps, paused]
     bar.set_postfix(postfix)
 
-  with StopRequest(interrupt=True, announce=(
-      f"csl-jax: Ctrl-C: {desc} checkpoints the step in progress, then "
-      "stops (Ctrl-C again: at once, without it)")) as stop:
+  with StopRequest(interrupt=True, what=desc) as stop:
     for step in range(start, config.num_steps):
       batch = next(batches)
       shape = tuple(v.shape for v in batch.values())
@@ -733,7 +731,7 @@ def fit(out_dir: str, model_config, config: TrainConfig,
         summaries.close()
         show(history[-1])  # fetched for the checkpoint
         bar.close()  # its last line (or the bar's end) before the message
-        stop.stop(desc, done)
+        stop.stop(done)
     bar.close()
     fetch()
     # A Ctrl-C now waits for the last save (StopRequest raises it after).
