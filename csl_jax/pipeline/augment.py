@@ -351,9 +351,7 @@ def _augment(run_dir, dataset, split, data_dir, dataset_options, methods,
       try:
         for stage in method.stages(run_data, workdir):
           last_dir = stage.path(workdir)
-          stage_summaries[stage.name] = cache.run_stage(stage, last_dir)
-          summary["stages"][f"{method.name}/{stage.name}"] = _brief(
-              stage_summaries[stage.name])
+          _run(stage, last_dir, method.name, stage_summaries, summary)
       except Pending as e:
         waiting.extend(e.cells)
         hows += [e.how] if e.how else []
@@ -373,23 +371,15 @@ def _augment(run_dir, dataset, split, data_dir, dataset_options, methods,
       for selector in selectors:
         stage = select_stage(selector, select_num, select_seed, candidates,
                              run_data.train, copies)
-        stage_summaries[stage.name] = cache.run_stage(stage,
-                                                      stage.path(workdir))
-        summary["stages"][f"{method.name}/{stage.name}"] = _brief(
-            stage_summaries[stage.name])
-        _log_warnings(f"{method.name}/{stage.name}",
-                      stage_summaries[stage.name])
+        _run(stage, stage.path(workdir), method.name, stage_summaries,
+             summary)
         selections.append((stage.name, os.path.join(stage.path(workdir),
                                                     "synthetic.tsv")))
       if selections:
         stage = diversity_stage(selections, candidates, select_seed, copies,
                                 *diversity_settings(selectors))
-        stage_summaries[stage.name] = cache.run_stage(stage,
-                                                      stage.path(workdir))
-        summary["stages"][f"{method.name}/{stage.name}"] = _brief(
-            stage_summaries[stage.name])
-        _log_warnings(f"{method.name}/{stage.name}",
-                      stage_summaries[stage.name])
+        _run(stage, stage.path(workdir), method.name, stage_summaries,
+             summary)
       atomic_write_json(os.path.join(workdir, "summary.json"), {
           "method": method.name, "data_key": data_key,
           "stages": stage_summaries,
@@ -403,10 +393,17 @@ def _augment(run_dir, dataset, split, data_dir, dataset_options, methods,
   return summary
 
 
-def _log_warnings(where: str, stage_summary: Mapping[str, Any]) -> None:
-  """A stage's warnings (`report.stage_warnings`) on every run, cached or
-  not: a short or repetitive selection is never a surprise."""
-  for line in report_lib.stage_warnings(where, stage_summary):
+def _run(stage: method_base.Stage, directory: str, method: str,
+         stage_summaries: Dict[str, Any], summary: Dict[str, Any]) -> None:
+  """Runs (or reuses) a method's stage, records its summary in the
+  method's and the run's, and logs its warnings (`report.stage_warnings`)
+  on every run, cached or not: a short or repetitive selection is never a
+  surprise."""
+  done = cache.run_stage(stage, directory)
+  stage_summaries[stage.name] = done
+  where = f"{method}/{stage.name}"
+  summary["stages"][where] = _brief(done)
+  for line in report_lib.stage_warnings(where, done):
     logging.warning("selection: %s", line)
 
 
