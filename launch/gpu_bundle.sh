@@ -93,25 +93,46 @@ if [[ -n "$WHEELS" ]]; then
 fi
 export PYTHONPATH="$REPO_ROOT${PYTHONPATH:+:$PYTHONPATH}"
 # A daemon an earlier call left running (the machine keeps its processes
-# and /tmp while warm) is stopped first: starting a second one fails, and
-# one in a bad state let lanes fail to find the GPU (BENCHMARKS "Z5 on an
-# H100, session 28"). Without MPS the lanes take turns on the GPU.
+# and /tmp while warm) is stopped first, whatever this call's lanes:
+# starting a second one fails, and one in a bad state, or a server still
+# going down, let lanes fail to find the GPU or hang opening it (BENCHMARKS
+# "Z5 on an H100, session 28" and "Z5 at 50,000 steps on an H200, session
+# 49"). Without MPS the lanes take turns on the GPU.
 mps_quit() {
   echo "+ echo quit | nvidia-cuda-mps-control"
+  (( DRY_RUN )) && return 0
   # Bounded: quitting waits for the daemon's clients, and a lane hung on
   # the GPU must not keep the call from returning.
-  if (( ! DRY_RUN )); then echo quit | timeout 5 nvidia-cuda-mps-control 2> /dev/null || true; fi
+  echo quit | timeout 5 nvidia-cuda-mps-control 2> /dev/null || true
+  local waited=0
+  while pgrep -x nvidia-cuda-mps-server > /dev/null && (( waited < 10 )); do
+    sleep 1; waited=$(( waited + 1 ))
+  done
+  if pgrep -x nvidia-cuda-mps-server > /dev/null; then
+    echo "MPS server still up after quit: killed"
+    pkill -9 -x nvidia-cuda-mps-server || true
+  fi
 }
 MPS=0
-if (( LANES > 1 )) && { (( DRY_RUN )) || command -v nvidia-cuda-mps-control > /dev/null; }; then
-  MPS=1
+if (( DRY_RUN )) || command -v nvidia-cuda-mps-control > /dev/null; then
   mps_quit
-  for try in 1 2 3 4 5 6 7 8 9 10; do
-    if run nvidia-cuda-mps-control -d; then break; fi
-    if (( try == 10 )); then echo "MPS did not start: the lanes take turns"; MPS=0; fi
-    sleep 1
-  done
+  if (( LANES > 1 )); then
+    MPS=1
+    for try in 1 2 3 4 5 6 7 8 9 10; do
+      if run nvidia-cuda-mps-control -d; then break; fi
+      if (( try == 10 )); then echo "MPS did not start: the lanes take turns"; MPS=0; fi
+      sleep 1
+    done
+  fi
 fi
+# XLA's GPU autotuning off for every lane count, as run-bundle's lanes
+# have it (bundle.lane_environment): the compilation cache kept in
+# --stage_in is keyed by the flags, so a call with other lanes than the
+# last one would otherwise compile everything again, autotuning included.
+if [[ "${XLA_FLAGS:-}" != *xla_gpu_autotune_level* ]]; then
+  export XLA_FLAGS="${XLA_FLAGS:+$XLA_FLAGS }--xla_gpu_autotune_level=0"
+fi
+echo "+ export XLA_FLAGS='$XLA_FLAGS'"
 # On a GPU machine the lanes must use the GPU: a lane that cannot open it
 # fails (and is started again) instead of training on the CPU unseen. Then
 # the GPU's state, and a line of power, use and clocks every 30 s while

@@ -327,7 +327,7 @@ def test_bundle_cells_train_without_tensorflow_and_score_here(
 
 
 def test_bundle_pretrain_finetune_cell_trains_twice_there(
-    toy_experiment, tmp_path):  # pylint: disable=redefined-outer-name
+    toy_experiment, tmp_path, capsys):  # pylint: disable=redefined-outer-name
   # pylint: disable=g-import-not-at-top
   from csl_jax.experiments import runner
   from csl_jax.seq2seq import train as train_lib
@@ -344,7 +344,10 @@ def test_bundle_pretrain_finetune_cell_trains_twice_there(
   assert spec["pretrain"]["task"] == "tsv_toy_augzero_synthetic"
   assert spec["task"] == "tsv_toy"
   assert (spec["pretrain_steps"], spec["train"]["num_steps"]) == (4, 2)
+  capsys.readouterr()
   bundle.run_bundle(box, progress=False)
+  # One lane in this process names its device before it compiles.
+  assert capsys.readouterr().out.startswith("[run-bundle] lane 0 on cpu ")
   (record,) = runner.experiment(out, **kw)["records"]
   assert record["steps"] == 2 and record["regime"] == "pretrain_finetune"
   # Fine-tuned from the pretrained parameters, as the local regime does.
@@ -384,7 +387,10 @@ def test_bundle_cell_selects_its_checkpoint_on_gooddev_there(
   for k in arrays.FIELDS:
     assert len(dev[k]) == 1
     assert dev[k].row(0).tolist() == test[k].row(held).tolist()
+  capsys.readouterr()
   bundle.run_bundle(box, progress=False)
+  # One lane in this process names its device before it compiles.
+  assert capsys.readouterr().out.startswith("[run-bundle] lane 0 on cpu ")
   (record,) = runner.experiment(out, **kw)["records"]
   with open(os.path.join(cell, "outputs.json")) as f:
     done = json.load(f)

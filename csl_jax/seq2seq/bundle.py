@@ -617,6 +617,10 @@ def run_bundle(bundle: str, lanes: int = 1, lane: Optional[int] = None,
       raise LanesFailed(f"{len(failed)} lane(s) failed (their errors are "
                         "above); the same command resumes")
     return {"cells": cells, "left": chosen()}
+  elif cells:
+    # One lane in this process says which device it trains on before its
+    # first compile: a hang opening the GPU then shows where it is.
+    _open_device(0)
   for i, cell in enumerate(cells, start=1):
     tick = time.time()
     if lane is not None:
