@@ -73,7 +73,21 @@ def _type_ok(value: Any, annotation: Any) -> bool:
   if annotation is str:
     return isinstance(value, str)
   if origin in (tuple, list, collections.abc.Sequence):
-    return isinstance(value, (tuple, list))
+    if not isinstance(value, (tuple, list)):
+      return False
+    args = typing.get_args(annotation)
+    if origin is tuple and args and args[-1] is not Ellipsis:
+      return len(value) == len(args) and all(
+          _type_ok(v, a) for v, a in zip(value, args))
+    # The elements too: `[["a", 1]]` for Tuple[Tuple[str, ...], ...]
+    # would otherwise fail as a traceback inside the method.
+    return not args or all(_type_ok(v, args[0]) for v in value)
+  if origin in (dict, collections.abc.Mapping):
+    if not isinstance(value, dict):
+      return False
+    args = typing.get_args(annotation)
+    return not args or all(_type_ok(k, args[0]) and _type_ok(v, args[1])
+                           for k, v in value.items())
   return True  # other annotations are not checked
 
 
@@ -83,6 +97,8 @@ def _type_name(annotation: Any) -> str:
     return " or ".join(_type_name(a) for a in typing.get_args(annotation))
   if annotation is type(None):
     return "None"
+  if typing.get_args(annotation):  # Tuple[str, ...]: as written
+    return str(annotation).replace("typing.", "")
   return getattr(annotation, "__name__", str(annotation))
 
 

@@ -15,19 +15,18 @@ import os
 import re
 from typing import Iterable, List, Optional, Sequence, Set
 
-# Methods with per-dataset gin files; a variant (`pcfg_bt_uniform`,
-# `primaug_20`) is its family's.
-FAMILIES = ("csl", "geca", "pcfg_bt", "primaug", "augzero")
-
 # The checkout holding `gin/` (the entry point resolves `include 'gin/...'`
 # from here too).
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def family(method: str) -> Optional[str]:
-  """The method family of a method or variant name, None if unknown."""
-  found = [f for f in FAMILIES if method == f or method.startswith(f + "_")]
-  return max(found, key=len) if found else None
+  """The family of a registered method (a variant such as `pcfg_bt_uniform`
+  or `primaug_20` is its base method's), None if no method has that name:
+  the registry says, so a method of one's own reads its gin files too."""
+  import csl_jax.methods  # pylint: disable=g-import-not-at-top,unused-import
+  from csl_jax.methods import base  # pylint: disable=g-import-not-at-top
+  return base.family(method)
 
 
 def path(method_family: str, dataset: str) -> str:
@@ -50,6 +49,21 @@ def files(dataset: Optional[str], methods: Sequence[str]) -> List[str]:
     name = path(fam, dataset)
     if name not in out and os.path.isfile(os.path.join(REPO_ROOT, name)):
       out.append(name)
+  return out
+
+
+def without_settings(dataset: Optional[str], methods: Sequence[str]
+                     ) -> List[str]:
+  """The registered `methods` (families, each once) that have no settings
+  file for built-in `dataset`: they run their class defaults there."""
+  if not dataset or dataset == "tsv":
+    return []
+  out: List[str] = []
+  for method in methods:
+    fam = family(method)
+    if fam is not None and fam not in out and not os.path.isfile(
+        os.path.join(REPO_ROOT, path(fam, dataset))):
+      out.append(fam)
   return out
 
 

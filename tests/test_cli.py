@@ -297,9 +297,14 @@ def test_augment_help_names_every_method_and_selector(capsys):
     return (getattr(factory, "__module__", "") or "").startswith(
         "csl_jax.methods")
   for name in filter(shipped, methods.names()):
-    assert any(name.startswith(b) for b in bases if b), name
+    assert base.family(name) in bases, (
+        f"method {name!r} (family {base.family(name)!r}) is not in "
+        "`csl-jax augment --help`: add it to --method's help in "
+        "csl_jax/cli/augment.py")
   for name in selection.names():
-    assert name in text, name
+    assert name in text, (
+        f"selector {name!r} is not in `csl-jax augment --help`: add it to "
+        "--select's help in csl_jax/cli/augment.py")
 
 
 def _augment_gin(tmp_path, flags, gin_files=(), bindings=()):
@@ -323,7 +328,7 @@ def test_a_builtin_dataset_brings_each_methods_settings(tmp_path, caplog):
   assert "gin/geca/scan.gin first" in caplog.text
   gin.clear_config()
   # A variant is its family's; the dataset from the flag.
-  _augment_gin(tmp_path, ["--dataset", "cogs", "--method", "geca_x",
+  _augment_gin(tmp_path, ["--dataset", "cogs", "--method", "geca",
                           "--method", "pcfg_bt_uniform", "--method",
                           "primaug_20"])
   assert gin.query_parameter("geca.GECAConfig.memory_limit_gb") == 8.0
@@ -364,6 +369,63 @@ def test_a_builtin_dataset_brings_each_methods_settings(tmp_path, caplog):
   assert "tsv: no dataset settings" not in caplog.text
 
 
+def test_a_method_of_ones_own_reads_its_dataset_settings(tmp_path,
+                                                         monkeypatch, caplog):
+  """The registry says which methods have settings files: a contributor's
+  method reads gin/<method>/<dataset>.gin as the built-in ones do, and a
+  built-in dataset it has none for is said in the log."""
+  import logging  # pylint: disable=g-import-not-at-top
+  from csl_jax import gin_defaults  # pylint: disable=g-import-not-at-top
+  from csl_jax.methods import base  # pylint: disable=g-import-not-at-top
+  (tmp_path / "gin" / "mine").mkdir(parents=True)
+  (tmp_path / "gin" / "mine" / "scan.gin").write_text("")
+  monkeypatch.setattr(gin_defaults, "REPO_ROOT", str(tmp_path))
+  base.add("mine", lambda: None)
+  try:
+    assert gin_defaults.files("scan", ["mine"]) == ["gin/mine/scan.gin"]
+    assert gin_defaults.without_settings("scan", ["mine"]) == []
+    assert gin_defaults.without_settings("cogs", ["mine", "mine"]) == [
+        "mine"]
+    assert gin_defaults.without_settings("tsv", ["mine"]) == []
+    caplog.set_level(logging.INFO)
+    args = cli.build_parser().parse_args(
+        ["augment", "--out", str(tmp_path / "run"), "--dataset", "cogs",
+         "--method", "mine"])
+    cli.SUBCOMMANDS["augment"].gin_defaults(args, [])
+    assert ("mine: no gin/mine/cogs.gin, so mine runs its class defaults "
+            "on cogs") in caplog.text
+  finally:
+    base.remove("mine")
+
+
+def test_shards_say_which_methods_run_whole(tmp_path, caplog):
+  """`--shards` shards CSL's and GECA's stages; another method runs whole,
+  and the log says so before any work."""
+  # pylint: disable=g-import-not-at-top
+  from csl_jax.errors import InputError
+  from csl_jax.pipeline import augment
+  # pylint: enable=g-import-not-at-top
+  with pytest.raises(InputError):  # no data there: only the warning ran
+    augment.augment(str(tmp_path / "run"), dataset="tsv",
+                    data_dir=str(tmp_path / "nope"),
+                    methods=["csl", "augzero", "primaug_20", "geca"],
+                    shards=2)
+  assert ("--shards 2: augzero, primaug_20 have no sharded form and run "
+          "whole") in caplog.text
+
+
+def test_the_method_registry_refuses_bad_and_taken_names():
+  from csl_jax.methods import base  # pylint: disable=g-import-not-at-top
+  import csl_jax.methods  # pylint: disable=g-import-not-at-top,unused-import
+  for bad in ("Swap-V2", "", "a b", 3):
+    with pytest.raises(ValueError, match="lower-case letters"):
+      base.add(bad, lambda: None)
+  with pytest.raises(ValueError, match="'geca' is registered already"):
+    base.add("geca", lambda: None)
+  assert base.family("geca") == "geca"  # GECA kept
+  base.add("geca", base._METHODS["geca"])  # the same again: a reload  # pylint: disable=protected-access
+
+
 def test_dataset_settings_already_loaded_are_not_added(tmp_path):
   from csl_jax import gin_defaults  # pylint: disable=g-import-not-at-top
   assert gin_defaults.files("geoquery", ["csl", "geca", "augzero_20",
@@ -376,7 +438,9 @@ def test_dataset_settings_already_loaded_are_not_added(tmp_path):
   assert gin_defaults.files("scan", ["primaug_20"]) == []
   assert gin_defaults.files("tsv", ["csl", "geca"]) == []
   assert gin_defaults.family("pcfg_bt_uniform") == "pcfg_bt"
+  assert gin_defaults.family("augzero_mix") == "augzero"
   assert gin_defaults.family("cslx") is None
+  assert gin_defaults.family("csl_swap") is None  # not CSL's by its prefix
   # An experiment's file includes CSL's settings through two levels.
   loaded = gin_defaults.loaded(["gin/experiments/geoquery_template_1.gin"])
   assert "gin/csl/geoquery_augment.gin" in loaded

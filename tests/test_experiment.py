@@ -345,6 +345,49 @@ def test_the_first_eval_part_is_the_tables_cached_or_not():
   assert results.length_curve([record], "s") == {"original": {3: 40.0}}
 
 
+class _Same:
+  """A test method that writes the same pairs whatever the seed."""
+  name = "same"
+
+  def stages(self, data, workdir):
+    raise NotImplementedError
+
+  def report_rows(self, summaries):
+    return []
+
+
+def test_seeds_sharing_one_synthetic_sample_are_said(tmp_path, caplog):
+  """Method `same` writes the same candidates for seeds 0 and 1: a
+  warning and a line in results.md say so; a method that declares it
+  draws nothing at random (`seed_params = ()`) is not listed; one whose
+  seeds differ is not either."""
+  method_base.add(_Same.name, _Same)
+  try:
+    run_dirs = {}
+    for seed in (0, 1):
+      run = tmp_path / f"seed_{seed}"
+      for m, text in (("same", "a\tA\n"), ("csl", f"b{seed}\tB\n"),
+                      ("augzero", "c\tC\n")):
+        (run / m).mkdir(parents=True)
+        (run / m / "candidates.tsv").write_text(text)
+      run_dirs[("s", seed)] = str(run)
+    needed = ["same", "csl", "augzero"]
+    shared = runner._shared_samples(run_dirs, ["s"], [0, 1], needed, True)  # pylint: disable=protected-access
+    assert shared == ["same (s)"]
+    assert ("same's synthetic data on s is the same for every seed (0, 1)"
+            in caplog.text)
+    assert "its seed parameter (and declare it" in caplog.text
+    # One seed, or seeds sharing one run on purpose: nothing to say.
+    assert not runner._shared_samples(run_dirs, ["s"], [0], needed, True)  # pylint: disable=protected-access
+    assert not runner._shared_samples(run_dirs, ["s"], [0, 1], needed, False)  # pylint: disable=protected-access
+    meta = {"shared_synthetic": shared, "num_cells": 0}
+    written = results.write_tables(str(tmp_path), [], ["original"], meta, {})
+    with open(written["markdown"], encoding="utf-8") as f:
+      assert "the seeds shared one synthetic sample for same (s)" in f.read()
+  finally:
+    method_base.remove(_Same.name)
+
+
 def test_load_categories(tmp_path):
   part = tmp_path / "gen.tsv"
   part.write_text("a\tA\nb\tB\n")

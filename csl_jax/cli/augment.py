@@ -101,6 +101,9 @@ def gin_defaults(args: argparse.Namespace, files: List[str]) -> List[str]:
     logging.info("tsv: no dataset settings, so each method runs its class "
                  "defaults; a built-in dataset's (e.g. --gin_file=gin/csl/"
                  "geoquery_augment.gin) may fit your data better")
-  return defaults.missing(
-      dataset, args.methods or defaults.bound("augment.methods", ["csl"]),
-      files)
+  methods = args.methods or defaults.bound("augment.methods", ["csl"])
+  for fam in defaults.without_settings(dataset, methods):
+    logging.info("%s: no %s, so %s runs its class defaults on %s (unless "
+                 "your gin files set it)", fam, defaults.path(fam, dataset),
+                 fam, dataset)
+  return defaults.missing(dataset, methods, files)

@@ -316,6 +316,10 @@ def write_tables(out_dir: str, records: Sequence[Mapping[str, Any]],
            f"trainer {meta.get('trainer') or 'seqio'}; "
            f"checkpoint: {meta.get('checkpoint') or 'the last'}; "
            f"{len(records)} of {meta.get('num_cells')} cells finished")
+  if meta.get("shared_synthetic"):
+    setup += ("; the seeds shared one synthetic sample for "
+              f"{', '.join(meta['shared_synthetic'])} (their spread leaves "
+              "the data's variance out)")
   md = [f"# {title}\n", setup + ".\n",
         "## Exact match (%), mean ± std over seeds (number of seeds)\n",
         markdown_table(table, rows)]

@@ -28,6 +28,7 @@ import time
 from typing import (Any, Dict, List, Mapping, Optional, Sequence, Tuple,
                     Union)
 
+from absl import logging
 import gin
 
 from csl_jax import configs
@@ -40,7 +41,7 @@ from csl_jax.experiments import grid as grid_lib
 from csl_jax.experiments import plots as plots_lib
 from csl_jax.experiments import results as results_lib
 from csl_jax.files import (atomic_write_json, atomic_write_text,
-                            read_json, read_text)
+                            file_sha256, read_json, read_text)
 from csl_jax.methods import base as method_base
 from csl_jax.pipeline import augment as augment_lib
 from csl_jax.pipeline import cache
@@ -399,6 +400,10 @@ def experiment(out_dir: str,
              "this command (it then exports the cells)")
       return {"results": os.path.join(out_dir, results_lib.RESULTS_JSONL),
               "num_cells": len(cells), "records": [], "pending": waiting}
+    shared = _shared_samples(run_dirs, splits, seeds, needed,
+                             synthetic_per_seed)
+    if shared:
+      meta["shared_synthetic"] = shared
     # 2. A word vocabulary per split, of every original part.
     vocabs = {split: _split_vocabulary(
         out_dir, dataset, split, [run_dirs[(split, s)] for s in seeds],
@@ -486,6 +491,41 @@ def _augmentation_runs(out_dir, dataset, spec, splits, seeds, needed, selectors,
       for s in seeds:
         run_dirs[(split, s)] = run_dirs[(split, seeds[0])]
   return run_dirs, waiting, hows
+
+
+def _shared_samples(run_dirs, splits, seeds, needed, per_seed) -> List[str]:
+  """The methods (`method (split)`) whose synthetic data came out the same
+  for every seed although each seed was to draw its own: their seed is not
+  among `experiment.synthetic_seed_params`, so the rows' spread leaves the
+  data's variance out. A method that draws nothing at random says so with
+  `seed_params = ()` and is not listed. Each is a warning."""
+  if not per_seed or len(seeds) < 2:
+    return []
+  shared = []
+  for split in splits:
+    for m in needed:
+      method = method_base.get(m)
+      declared = getattr(method, "seed_params", None)
+      if declared == ():
+        continue
+      digests = set()
+      for seed in seeds:
+        path = os.path.join(run_dirs[(split, seed)], m, "candidates.tsv")
+        if not os.path.exists(path):
+          break
+        digests.add(file_sha256(path))
+      else:
+        if len(digests) == 1:
+          shared.append(f"{m} ({split})")
+          hint = (" or ".join(repr(p) for p in declared) if declared else
+                  "its seed parameter (and declare it as the method's "
+                  "`seed_params`)")
+          logging.warning(
+              "experiment: %s's synthetic data on %s is the same for every "
+              "seed (%s): add %s to experiment.synthetic_seed_params for "
+              "one sample per seed", m, split,
+              ", ".join(map(str, seeds)), hint)
+  return shared
 
 
 def _split_vocabulary(out_dir, dataset, split, split_run_dirs, eval_parts,

@@ -15,6 +15,7 @@ Methods never import each other; what two of them share lives below them
 import dataclasses
 import functools
 import os
+import re
 from typing import (Any, Callable, Dict, List, Mapping, Optional, Protocol,
                     Sequence, Tuple)
 
@@ -58,7 +59,26 @@ class RunData:
 
 
 class Method(Protocol):
-  """An augmentation method of the pipeline."""
+  """An augmentation method of the pipeline (README "Adding a method").
+
+  Beside `name` and the two methods below, the pipeline and the experiment
+  runner read these class attributes where a method has them:
+    adds_tokens: True if its pairs hold tokens the original data lacks
+      (primaug, augzero): an experiment's vocabulary then has them too.
+    writes_token_copies: True if those tokens are copies `jump@2`
+      (`csl_jax.data.token_copies`): selectors read them as the originals.
+    mixing: "union" to train on the union of original and synthetic data
+      (the rows of `experiment.mixing = 'method'`); default "equal" rates.
+    seed_params: the gin parameters its random draws read (e.g.
+      `("geca.GECAConfig.seed",)`), `()` if it draws nothing at random;
+      an experiment whose seeds share one sample names them in its warning.
+    shardable: True if `augment --shards` shards its stages (CSL, GECA:
+      their gin bindings are in `pipeline.augment.beam_bindings`); else a
+      warning says it runs whole.
+  A stage's `config` keys its cache, not its code: when a change of code
+  changes what a stage writes, put a version number in its config. A
+  stage's summary with `num_examples` has it logged when the stage ends.
+  """
 
   name: str
 
@@ -73,16 +93,46 @@ class Method(Protocol):
 
 
 _METHODS: Dict[str, Callable[[], Method]] = {}
+_FAMILIES: Dict[str, str] = {}  # name -> the family whose gin files it reads
+_NAME = re.compile(r"^[a-z0-9_]+$")  # a SeqIO task name's part, a directory
 
 
-def add(name: str, factory: Callable[[], Method]) -> None:
-  """Registers a method factory (gin-configured classes are factories)."""
+def _origin(factory: Callable[[], Method]) -> str:
+  """What a factory is, across a reload of its module (a notebook's)."""
+  inner = getattr(factory, "func", factory)  # add_variants' partials
+  return (f"{getattr(inner, '__module__', '')}."
+          f"{getattr(inner, '__qualname__', repr(inner))}")
+
+
+def add(name: str, factory: Callable[[], Method],
+        family: Optional[str] = None) -> None:
+  """Registers a method factory (gin-configured classes are factories).
+
+  `family` names the method whose per-dataset settings it reads,
+  `gin/<family>/<dataset>.gin` (default: its own name); a variant
+  registered by `add_variants` is its base method's. Another factory under
+  a name already taken is refused: `remove` it first.
+  """
+  if not isinstance(name, str) or not _NAME.match(name):
+    raise ValueError(f"method name {name!r}: lower-case letters, digits and "
+                     "'_' only (it names SeqIO tasks and directories)")
+  if name in _METHODS and _origin(_METHODS[name]) != _origin(factory):
+    raise ValueError(f"method {name!r} is registered already (by "
+                     f"{_origin(_METHODS[name])}); remove it first")
   _METHODS[name] = factory
+  _FAMILIES[name] = family or name
 
 
 def remove(name: str) -> None:
   """Unregisters a method (a test's or a notebook's own)."""
   _METHODS.pop(name, None)
+  _FAMILIES.pop(name, None)
+
+
+def family(name: str) -> Optional[str]:
+  """The family of registered method `name` (whose gin files it reads),
+  None if no method has that name."""
+  return _FAMILIES.get(name)
 
 
 def _variant(factory: Callable[[], Method], name: str, field: str,
@@ -100,7 +150,8 @@ def add_variants(factory: Callable[[], Method], field: str,
   base_name = factory.name
   for value in values:
     name = f"{base_name}_{value}"
-    add(name, functools.partial(_variant, factory, name, field, value))
+    add(name, functools.partial(_variant, factory, name, field, value),
+        family=base_name)
 
 
 def get(name: str) -> Method:

@@ -252,6 +252,15 @@ def augment(run_dir: str, dataset: str = "scan", split: Optional[str] = None,
     need_parts: {part: the setting that asks for it}: a part the data
       lacks is an InputError once the data is read, before any method.
   """
+  if shards:
+    names = [methods] if isinstance(methods, str) else list(methods)
+    whole = [m for m in names if m in method_base.names() and not getattr(
+        method_base.get(m), "shardable", False)]
+    if whole:
+      logging.warning("--shards %d: %s %s no sharded form and run%s whole",
+                      shards, ", ".join(whole),
+                      "has" if len(whole) == 1 else "have",
+                      "s" if len(whole) == 1 else "")
   with configs.bound(beam_bindings(shards, runner, pipeline_args),
                      "--shards/--runner"):
     return _augment(run_dir, dataset, split, data_dir, dataset_options,

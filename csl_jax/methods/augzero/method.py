@@ -65,6 +65,8 @@ class AugZero:
   writes_token_copies = True
   # The paper trains on the union of the original and the copies.
   mixing = "union"
+  # Copies draw nothing at random (augzero_mix does: `_mixed`).
+  seed_params = ()
 
   def __init__(self, config: Optional[AugZeroConfig] = None):
     self.config = config if config is not None else AugZeroConfig()
@@ -106,10 +108,11 @@ def _mixed() -> AugZero:
   method = AugZero()
   method.name = "augzero_mix"
   method.config = dataclasses.replace(method.config, mix=True)
+  method.seed_params = ("augzero.AugZeroConfig.seed",)
   return method
 
 
 KS = (20, 200)
 base.add(AugZero.name, AugZero)
 base.add_variants(AugZero, "k", KS)  # augzero_20, augzero_200
-base.add("augzero_mix", _mixed)
+base.add("augzero_mix", _mixed, family=AugZero.name)

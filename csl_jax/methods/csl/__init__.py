@@ -96,6 +96,8 @@ class CSL:
       (skipped when the run has no such part); None: no parse stage.
   """
   name = "csl"
+  seed_params = ("SampleConfig.seed",)  # what experiment seeds may bind
+  shardable = True  # forests and sampling (augment --shards)
 
   def __init__(self, num_samples: int = 100_000,
                parse_part: Optional[str] = "test"):

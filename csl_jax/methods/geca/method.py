@@ -78,6 +78,8 @@ class GECA:
       (never for generation); None or missing: none.
   """
   name = "geca"
+  seed_params = ("geca.GECAConfig.seed",)  # what experiment seeds may bind
+  shardable = True  # its index (augment --shards)
 
   def __init__(self, config: Optional[GECAConfig] = None,
                eval_part: Optional[str] = "test"):

@@ -538,6 +538,8 @@ class PCFGBT:
       not here.
   """
   name = "pcfg_bt"
+  # What experiment seeds may bind: the programs, and the reverse model.
+  seed_params = ("PCFGBTConfig.seed", "PCFGBTConfig.reverse_seed")
 
   def __init__(self, config: Optional[PCFGBTConfig] = None,
                model_config=None, train_config=None,

@@ -50,6 +50,7 @@ class PrimAug:
   writes_token_copies = True
   # The paper trains on the union of the original and the copies.
   mixing = "union"
+  seed_params = ("primaug.PrimAugConfig.seed",)  # what experiment seeds may bind
 
   def __init__(self, config: Optional[PrimAugConfig] = None):
     self.config = config if config is not None else PrimAugConfig()
