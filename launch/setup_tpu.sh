@@ -47,9 +47,10 @@ require_gcloud
 gcloud_location_flags
 
 # 1. The working tree (uncommitted changes included), without git
-#    metadata, build outputs or local runs.
+#    metadata, build outputs, local runs or local data (a pod reads gs://).
 TARBALL="${TMPDIR:-/tmp}/csl_jax-$TPU_NAME.tar.gz"
 run tar -czf "$TARBALL" -C "$REPO_ROOT" --exclude=.git --exclude=runs \
+  --exclude=./data --exclude=./.gpu --exclude=./.whl \
   --exclude='*.egg-info' --exclude=__pycache__ --exclude=.pytest_cache .
 
 # 2. Copied to every worker.

@@ -109,6 +109,10 @@ fi
 if [[ -n "$NUM_MICROBATCHES" && ! "$NUM_MICROBATCHES" =~ ^[1-9][0-9]*$ ]]; then
   die "--num_microbatches $NUM_MICROBATCHES: not a positive integer"
 fi
+# t5x.eval and t5x.infer have no trainer: gin would refuse the binding.
+if [[ -n "$NUM_MICROBATCHES" && "$MODULE" != t5x.train ]]; then
+  die "--num_microbatches: only for t5x.train, not $MODULE (it has no trainer)"
+fi
 for file in "${GIN_FILES[@]}"; do
   [[ -f "$REPO_ROOT/$file" || "$file" == t5x/* ]] || die "$file: no such gin file"
 done
@@ -148,7 +152,9 @@ fi
 COMMAND="$REMOTE_VENV/bin/python -m $(quote "$MODULE")$T5X_ARGS --alsologtostderr"
 LOG="~/csl_$RUN.log"
 if (( FOREGROUND )); then
-  REMOTE="cd $REMOTE_DIR && env $ENVIRONMENT $COMMAND 2>&1 | tee $LOG"
+  # pipefail: the run's exit status, not tee's, so that a chain of
+  # foreground runs (README, pcfg_bt on a pod) stops at a failed one.
+  REMOTE="set -o pipefail && cd $REMOTE_DIR && env $ENVIRONMENT $COMMAND 2>&1 | tee $LOG"
 else
   # Detached, so the run outlives the ssh session.
   REMOTE="cd $REMOTE_DIR && env $ENVIRONMENT setsid nohup $COMMAND > $LOG 2>&1 < /dev/null &"

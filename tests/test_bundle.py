@@ -387,10 +387,7 @@ def test_bundle_cell_selects_its_checkpoint_on_gooddev_there(
   for k in arrays.FIELDS:
     assert len(dev[k]) == 1
     assert dev[k].row(0).tolist() == test[k].row(held).tolist()
-  capsys.readouterr()
   bundle.run_bundle(box, progress=False)
-  # One lane in this process names its device before it compiles.
-  assert capsys.readouterr().out.startswith("[run-bundle] lane 0 on cpu ")
   (record,) = runner.experiment(out, **kw)["records"]
   with open(os.path.join(cell, "outputs.json")) as f:
     done = json.load(f)

@@ -151,6 +151,12 @@ def test_train_quotes_paths_with_spaces():
   assert "--gin.trainer.Trainer.num_microbatches=4" in words
   assert "--gin.EVAL_SPLIT='dev'" in words
   assert "~/csl_my_run.log" in words  # the log name without the space
+  # In the foreground the run's exit status is the ssh's, not tee's.
+  out = run("train.sh", "--name", "csl", "--zone", "z", "--data", "gs://b/d",
+            "--model_dir", "gs://b/x", "--foreground", "--dry_run")
+  words = _remote(out)
+  assert words[:4] == ["set", "-o", "pipefail", "&&"]
+  assert words[-3:] == ["|", "tee", "~/csl_x.log"]
 
 
 @pytest.mark.parametrize("args, message", [
@@ -163,6 +169,9 @@ def test_train_quotes_paths_with_spaces():
      "--spm nope.model: neither a gs:// path"),
     (["--data", "gs://b/d", "--model_dir", "gs://b/x",
       "--num_microbatches", "two"], "not a positive integer"),
+    # t5x.eval has no trainer.Trainer: gin would stop on the binding.
+    (["--data", "gs://b/d", "--module", "t5x.eval", "--num_microbatches",
+      "2"], "--num_microbatches: only for t5x.train, not t5x.eval"),
 ])
 def test_train_rejects_paths_a_pod_cannot_share(args, message):
   out = run("train.sh", "--name", "csl", "--zone", "z", *args, "--dry_run")
