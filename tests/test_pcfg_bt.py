@@ -472,9 +472,14 @@ def test_t5x_reverse_model_waits_for_its_predictions_then_reads_them(
   assert cli.main(argv) == 0
   assert (f"csl-jax augment: done; the report is {out / 'report.html'}"
           in capsys.readouterr().out)
+  # The candidates in the programs' order; the training file in a random
+  # one (the pipeline's `_publish_shuffled`).
   assert [tuple(r) for r in tsv.read_tsv(
-      str(out / "pcfg_bt_uniform" / "synthetic.tsv"))] == [
+      str(out / "pcfg_bt_uniform" / "candidates.tsv"))] == [
           ("do " + p, p) for p in programs]
+  assert sorted(tuple(r) for r in tsv.read_tsv(
+      str(out / "pcfg_bt_uniform" / "synthetic.tsv"))) == sorted(
+          ("do " + p, p) for p in programs)
   with open(out / "pcfg_bt_uniform" / "summary.json", encoding="utf-8") as f:
     summary = json.load(f)
   assert summary["stages"]["programs"]["cached"]
@@ -484,8 +489,11 @@ def test_t5x_reverse_model_waits_for_its_predictions_then_reads_them(
   shard.write_text("".join(_t5x_infer_line(p, "say " + p) for p in programs),
                    encoding="utf-8")
   assert cli.main(argv) == 0
-  assert tsv.read_tsv(str(out / "pcfg_bt_uniform" / "synthetic.tsv"))[0][
+  assert tsv.read_tsv(str(out / "pcfg_bt_uniform" / "candidates.tsv"))[0][
       0] == "say " + programs[0]
+  assert {r[0] for r in tsv.read_tsv(
+      str(out / "pcfg_bt_uniform" / "synthetic.tsv"))} == {
+          "say " + p for p in programs}
 
 
 def test_t5x_predictions_that_do_not_fit_are_clear_errors(tmp_path):

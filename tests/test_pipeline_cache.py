@@ -258,9 +258,13 @@ def test_a_copied_run_publishes_its_own_candidates(tmp_path, reverse_methods):  
     _TIMES["reverse"] = 1
   augment.augment(run_b, dataset="tsv", data_dir=str(data),
                   methods=["reverse"])
-  assert tsv.read_tsv(os.path.join(run_b, "reverse", "synthetic.tsv")) == \
+  assert tsv.read_tsv(os.path.join(run_b, "reverse", "candidates.tsv")) == \
       tsv.read_tsv(os.path.join(run_b, "reverse", "generate",
                                 "candidates.tsv"))
+  assert sorted(tsv.read_tsv(os.path.join(run_b, "reverse",
+                                          "synthetic.tsv"))) == sorted(
+      tsv.read_tsv(os.path.join(run_b, "reverse", "generate",
+                                "candidates.tsv")))
   assert len(tsv.read_tsv(os.path.join(run_b, "reverse",
                                        "synthetic.tsv"))) == 2
 
@@ -351,3 +355,24 @@ def test_csl_stages_keyed_on_config_bindings_and_file_roles(tmp_path):
     assert "output.cfg" in configs_of()["sample"][1]
     assert "output.cfg" not in plain["sample"][1]
     gin.clear_config()
+
+
+def test_the_training_file_is_the_candidates_in_a_random_order(tmp_path):
+  """A trainer streaming `synthetic.tsv` reads about its first R lines:
+  published in an order fixed by the candidates' bytes, those R are a
+  random R of the file, not the method's first (GECA's by template)."""
+  from csl_jax.pipeline import augment  # pylint: disable=g-import-not-at-top
+  src, dst = tmp_path / "candidates.tsv", tmp_path / "synthetic.tsv"
+  lines = [f"in {i:04d}\tout {i:04d}\n" for i in range(1000)]
+  src.write_text("".join(lines)[:-1])  # the last line without its newline
+  augment._publish_shuffled(str(src), str(dst))  # pylint: disable=protected-access
+  out = dst.read_text().splitlines(keepends=True)
+  assert sorted(out) == lines and out != lines
+  first = sorted(int(line.split()[1]) for line in out[:100])
+  assert first[0] < 100 and first[-1] >= 900  # from all over the file
+  before = dst.read_bytes()
+  augment._publish_shuffled(str(src), str(dst))  # pylint: disable=protected-access
+  assert dst.read_bytes() == before  # the same bytes again
+  src.write_text("".join(lines[:999]))  # other candidates, another order
+  augment._publish_shuffled(str(src), str(dst))  # pylint: disable=protected-access
+  assert sorted(dst.read_text().splitlines(keepends=True)) == lines[:999]

@@ -97,9 +97,12 @@ def mean_std(values: Sequence[float]) -> Dict[str, float]:
 
 
 def cell_text(stats: Mapping[str, float]) -> str:
-  """`mean ± std (n)`, the papers' cell; blank when no seed finished."""
+  """`mean ± std (n)`, the papers' cell; `mean (1)` for one seed, whose
+  spread is unknown, not 0; blank when no seed finished."""
   if not stats or not stats.get("n"):
     return "–"
+  if stats["n"] == 1:
+    return f"{stats['mean']:.2f} (1)"
   return f"{stats['mean']:.2f} ± {stats['std']:.2f} ({stats['n']})"
 
 
@@ -321,10 +324,12 @@ def write_tables(out_dir: str, records: Sequence[Mapping[str, Any]],
               f"{', '.join(meta['shared_synthetic'])} (their spread leaves "
               "the data's variance out)")
   md = [f"# {title}\n", setup + ".\n",
-        "## Exact match (%), mean ± std over seeds (number of seeds)\n",
+        "## Exact match (%), mean ± std over seeds (number of seeds; the "
+        "sample std, n - 1)\n",
         markdown_table(table, rows)]
   body = [f"<h1>{html.escape(title)}</h1>", f"<p>{html.escape(setup)}.</p>",
-          "<h2>Exact match (%), mean ± std over seeds (number of seeds)</h2>",
+          "<h2>Exact match (%), mean ± std over seeds (number of seeds; the "
+          "sample std, n - 1)</h2>",
           html_table(table, rows)]
   base = meta.get("compare_to", "original")  # the runner's resolved row
   diff = difference_table(records, base)
@@ -351,10 +356,12 @@ def write_tables(out_dir: str, records: Sequence[Mapping[str, Any]],
                  "category")]
   seen = seen_table(records)
   if seen:
-    head = ("Exact match (%) on the eval examples whose output the cell "
-            "trained on (seen: in its original or synthetic training data) "
+    head = ("Exact match (%) on the eval examples whose output is in the "
+            "cell's training files (seen: its original or synthetic file) "
             "and on the rest (unseen), and the seen share (%), mean ± std "
-            "over seeds")
+            "over seeds; of a synthetic file longer than the cell's draws "
+            "it read only part, so there seen counts more than it trained "
+            "on")
     md += [f"\n## {head}\n", markdown_table(seen, rows)]
     body += [f"<h2>{html.escape(head)}</h2>", html_table(seen, rows)]
   ppl = aggregate(records, "perplexity")

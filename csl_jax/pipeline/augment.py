@@ -4,7 +4,8 @@ The run directory contract (read by the report and `tasks.register_run`):
   RUN/data/{train,dev,test,gen}.tsv          original parts (those present)
   RUN/<method>/<stage>/...                   the method's cached stages
   RUN/<method>/candidates.tsv                everything the method generated
-  RUN/<method>/synthetic.tsv                 its synthetic training pairs
+  RUN/<method>/synthetic.tsv                 its synthetic training pairs,
+                                             in a random order (below)
   RUN/<method>/<selector>_<k>/synthetic.tsv  a selector's subset of k
   RUN/<method>/diversity/                    the selections' figures and
                                              template frequency plot
@@ -13,6 +14,7 @@ The run directory contract (read by the report and `tasks.register_run`):
 One process at a time holds the directory (`lock.run_lock`).
 """
 
+import hashlib
 import os
 import shutil
 from typing import (Any, Dict, List, Mapping, Optional, Sequence, Tuple,
@@ -50,6 +52,36 @@ def _publish(src: str, dst: str) -> None:
   tmp = f"{dst}.tmp.{os.getpid()}"
   shutil.copyfile(src, tmp)
   os.replace(tmp, dst)
+
+
+def _publish_shuffled(src: str, dst: str) -> None:
+  """`src`'s lines into `dst` in a random order that its bytes fix (the
+  same file, the same order: a rerun writes the same bytes).
+
+  The trainers read a synthetic file as a stream: SeqIO shuffles it
+  through a buffer of 1,000 examples, so a cell that reads R of its N lines
+  read the first R or so. In a method's own order (GECA's by template, a
+  pool's as sampled) that is not a random R; in a random order it is
+  (BENCHMARKS "A pass over the published numbers", session 49)."""
+  with open(src, "rb") as f:
+    data = f.read()
+  lines = data.splitlines(keepends=True)
+  if lines and not lines[-1].endswith(b"\n"):
+    lines[-1] += b"\n"
+  seed = int.from_bytes(hashlib.sha256(data).digest()[:8], "little")
+  order = np.random.default_rng(seed).permutation(len(lines))
+  out = b"".join(lines[i] for i in order)
+  if (os.path.exists(dst) and
+      cache.file_hash(dst) == hashlib.sha256(out).hexdigest()):
+    return
+  tmp = f"{dst}.tmp.{os.getpid()}"
+  try:
+    with open(tmp, "wb") as f:
+      f.write(out)
+    os.replace(tmp, dst)
+  finally:
+    if os.path.exists(tmp):
+      os.remove(tmp)
 
 
 def prepare_stage(dataset: str, split: Optional[str], data_dir: Optional[str],
@@ -374,7 +406,7 @@ def _augment(run_dir, dataset, split, data_dir, dataset_options, methods,
       # written at, which is another run's in a copied run directory.
       _publish(os.path.join(last_dir, os.path.basename(last["candidates"])),
                candidates)
-      _publish(candidates, os.path.join(workdir, "synthetic.tsv"))
+      _publish_shuffled(candidates, os.path.join(workdir, "synthetic.tsv"))
       copies = getattr(method, "writes_token_copies", False)
       selections = []
       for selector in selectors:
