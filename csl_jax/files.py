@@ -94,11 +94,15 @@ def atomic_write_bytes(path: str, data: bytes) -> None:
   path = os.fspath(path)
   os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
   tmp = f"{path}.tmp.{os.getpid()}"
-  with open(tmp, "wb") as f:
-    f.write(data)
-    f.flush()
-    os.fsync(f.fileno())
-  os.replace(tmp, path)
+  try:
+    with open(tmp, "wb") as f:
+      f.write(data)
+      f.flush()
+      os.fsync(f.fileno())
+    os.replace(tmp, path)
+  finally:  # a full disk leaves no partial file behind
+    if os.path.exists(tmp):
+      os.remove(tmp)
 
 
 def atomic_save_figure(fig, path: str, dpi: int = 100) -> str:

@@ -597,3 +597,31 @@ def test_experiment_wait_flag_is_experiment_wait(tmp_path, monkeypatch):
     assert cli.main(["experiment", "--out", str(tmp_path / "x")]
                     + flags) == 0
   assert got == [{}, {"wait": True}]
+
+
+def test_a_full_disk_is_one_line_not_a_traceback(tmp_path, monkeypatch,
+                                                  capsys):
+  """A full disk or a read-only directory is the machine's: one line
+  naming the file, exit 2. Another OSError is a bug's traceback still."""
+  import errno  # pylint: disable=g-import-not-at-top
+  module = cli.SUBCOMMANDS["augment"]
+
+  def full(args):
+    del args
+    raise OSError(errno.ENOSPC, "No space left on device",
+                  str(tmp_path / "run" / "x.tmp.1"))
+
+  monkeypatch.setattr(module, "main", full)
+  assert cli.main(["augment", "--out", str(tmp_path / "run")]) == 2
+  err = capsys.readouterr().err
+  assert err == (f"csl-jax: error: {tmp_path / 'run' / 'x.tmp.1'}: No space "
+                 "left on device; the same command resumes once that is "
+                 "mended\n")
+
+  def bug(args):
+    del args
+    raise OSError(errno.EBADF, "Bad file descriptor")
+
+  monkeypatch.setattr(module, "main", bug)
+  with pytest.raises(OSError):
+    cli.main(["augment", "--out", str(tmp_path / "run")])

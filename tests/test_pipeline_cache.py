@@ -376,3 +376,59 @@ def test_the_training_file_is_the_candidates_in_a_random_order(tmp_path):
   src.write_text("".join(lines[:999]))  # other candidates, another order
   augment._publish_shuffled(str(src), str(dst))  # pylint: disable=protected-access
   assert sorted(dst.read_text().splitlines(keepends=True)) == lines[:999]
+
+
+def test_a_stage_whose_files_were_damaged_is_redone(tmp_path, caplog):
+  """A completed stage's files are checked before reuse: cut, edited,
+  missing or a torn summary redo it from an empty directory; a file whose
+  mtime alone moved (a copy) is kept, and hashed once."""
+  runs = []
+
+  def run(directory):
+    runs.append(1)
+    with open(os.path.join(directory, "out.txt"), "w") as f:
+      f.write("abcdef\n")
+    return {"n": len(runs)}
+
+  stage = base.Stage("gen", [], {"a": 1}, run)
+  d = str(tmp_path / "gen")
+  out = os.path.join(d, "out.txt")
+  assert not cache.run_stage(stage, d)["cached"]
+  assert cache.run_stage(stage, d)["cached"] and len(runs) == 1
+
+  def damage_then_rerun(do, said):
+    before = len(runs)
+    caplog.clear()
+    do()
+    assert not cache.is_current(stage, d)
+    assert not cache.run_stage(stage, d)["cached"]
+    assert len(runs) == before + 1
+    assert f"stage gen: {said} since it was written; redoing" in caplog.text
+    with open(out) as f:
+      assert f.read() == "abcdef\n"
+
+  damage_then_rerun(lambda: open(out, "w").close(), "out.txt changed size")
+  damage_then_rerun(lambda: open(out, "w").write("abcdeX\n"),
+                    "out.txt changed")
+  damage_then_rerun(lambda: os.remove(out), "out.txt is missing")
+  damage_then_rerun(
+      lambda: open(os.path.join(d, cache.SUMMARY_FILE), "w").write("{"),
+      "summary.json changed size")
+  # A copy moves mtimes, not bytes: reused, and the new mtime recorded.
+  os.utime(out, ns=(1, 10**18))
+  assert cache.run_stage(stage, d)["cached"] and len(runs) == 5
+  with open(os.path.join(d, cache.KEY_FILE)) as f:
+    assert json.load(f)["outputs"]["out.txt"][1] == 10**18
+  # A record from before outputs were recorded is trusted as it was.
+  with open(os.path.join(d, cache.KEY_FILE)) as f:
+    key = json.load(f)
+  del key["outputs"]
+  with open(os.path.join(d, cache.KEY_FILE), "w") as f:
+    json.dump(key, f)
+  assert cache.run_stage(stage, d)["cached"] and len(runs) == 5
+  # ... but not a summary that cannot be read.
+  with open(os.path.join(d, cache.SUMMARY_FILE), "w") as f:
+    f.write("garbage")
+  caplog.clear()
+  assert not cache.run_stage(stage, d)["cached"] and len(runs) == 6
+  assert "stage gen: summary.json cannot be read; redoing" in caplog.text

@@ -5,6 +5,7 @@ Configuration is T5X style: `--gin_file=F` (repeatable) and
 """
 
 import argparse
+import errno
 import gc
 import os
 import re
@@ -210,6 +211,10 @@ def _one_line(message: str) -> str:
   return "; ".join(line.rstrip(".") for line in lines)
 
 
+_ENVIRONMENT_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES,
+                       errno.EPERM)
+
+
 def main(argv: Optional[List[str]] = None, *,
          freeze_imports: bool = False) -> int:
   argv = list(sys.argv[1:] if argv is None else argv)
@@ -240,6 +245,16 @@ def main(argv: Optional[List[str]] = None, *,
     return SUBCOMMANDS[args.subcommand].main(args) or 0
   except InputError as e:
     return stage.report_input_error(e)
+  except OSError as e:
+    # The machine's, not the program's: a full disk, a read-only or
+    # forbidden directory. One line naming the file; the stages' caches
+    # keep what finished, so the same command resumes once it is mended.
+    if e.errno not in _ENVIRONMENT_ERRNOS:
+      raise
+    print(f"csl-jax: error: {e.filename or ''}{': ' if e.filename else ''}"
+          f"{e.strerror}; the same command resumes once that is mended",
+          file=sys.stderr)
+    return 2
   except KeyboardInterrupt as e:  # Ctrl-C: one line, not a traceback
     # A trainer's says what it saved, or that a second Ctrl-C lost the
     # steps since its last checkpoint (stop_request.py); elsewhere the

@@ -50,8 +50,12 @@ def _publish(src: str, dst: str) -> None:
   if os.path.exists(dst) and cache.file_hash(dst) == cache.file_hash(src):
     return
   tmp = f"{dst}.tmp.{os.getpid()}"
-  shutil.copyfile(src, tmp)
-  os.replace(tmp, dst)
+  try:
+    shutil.copyfile(src, tmp)
+    os.replace(tmp, dst)
+  finally:  # a full disk leaves no partial copy behind
+    if os.path.exists(tmp):
+      os.remove(tmp)
 
 
 def _publish_shuffled(src: str, dst: str) -> None:

@@ -10,6 +10,11 @@ whether the stage completed. On a run:
     carry on;
   - another key: the directory is emptied first, so nothing of the old
     configuration can leak into the new result.
+A completed stage also records its files (size, mtime, sha256): one that
+is missing, cut or changed since (a disk that filled, an rsync that
+skipped files, a hand edit) makes the stage redo from an empty directory
+rather than pass the damage on. A file whose mtime alone moved (a copy)
+is hashed, and kept if its bytes are the same.
 """
 
 import hashlib
@@ -59,13 +64,50 @@ def stage_key(name: str, inputs: Sequence[str],
           "input_hashes": [hashes[os.fspath(p)] for p in inputs]}
 
 
+def _outputs(directory: str) -> Dict[str, list]:
+  """{relative path: [size, mtime_ns, sha256]} of the stage's files."""
+  out = {}
+  for root, _, names in os.walk(directory):
+    for name in names:
+      path = os.path.join(root, name)
+      rel = os.path.relpath(path, directory)
+      if rel == KEY_FILE or ".tmp." in name:
+        continue
+      st = os.stat(path)
+      out[rel] = [st.st_size, st.st_mtime_ns, file_sha256(path)]
+  return out
+
+
+def _damaged(old: Mapping[str, Any], directory: str) -> Optional[str]:
+  """The first recorded output that is missing or changed, else None.
+  Updates `old["outputs"]` where only an mtime moved (bytes the same)."""
+  moved = False
+  for rel, (size, mtime, digest) in sorted(old.get("outputs", {}).items()):
+    path = os.path.join(directory, rel)
+    try:
+      st = os.stat(path)
+    except OSError:
+      return f"{rel} is missing since it was written"
+    if not os.path.isfile(path) or st.st_size != size:
+      return f"{rel} changed size since it was written"
+    if st.st_mtime_ns != mtime:
+      if file_sha256(path) != digest:
+        return f"{rel} changed since it was written"
+      old["outputs"][rel][1] = st.st_mtime_ns
+      moved = True
+  if moved:  # a copy: hash it once, not on every run
+    atomic_write_json(os.path.join(directory, KEY_FILE), dict(old))
+  return None
+
+
 def is_current(stage: Stage, directory: str,
                record: Optional[Mapping[str, Any]] = None) -> bool:
   """Whether `run_stage(stage, directory)` would reuse what is there
   (`record`: the stage's `stage_key`, where the caller has it)."""
   record = record or stage_key(stage.name, stage.inputs, stage.config)
   old = _read_key(os.path.join(directory, KEY_FILE))
-  return _same_key(old, record) and _finished(old, directory)
+  return (_same_key(old, record) and _finished(old, directory)
+          and _damaged(old, directory) is None)
 
 
 def run_stage(stage: Stage, directory: str,
@@ -77,12 +119,18 @@ def run_stage(stage: Stage, directory: str,
   key_path = os.path.join(directory, KEY_FILE)
   summary_path = os.path.join(directory, SUMMARY_FILE)
   old = _read_key(key_path)
-  if _same_key(old, record):
-    if _finished(old, directory):
+  damage = None
+  if _same_key(old, record) and _finished(old, directory):
+    damage = _damaged(old, directory)
+    summary = None if damage else _read_summary(summary_path)
+    if summary is not None:
       logging.info("stage %s: unchanged, reusing %s", stage.name, directory)
-      summary = read_json(summary_path)
       summary["cached"] = True
       return summary
+    logging.warning("stage %s: %s; redoing it in %s", stage.name,
+                    damage or f"{SUMMARY_FILE} cannot be read", directory)
+    shutil.rmtree(directory)
+  elif _same_key(old, record):
     logging.info("stage %s: resuming an interrupted run in %s", stage.name,
                  directory)
   elif os.path.isdir(directory):
@@ -96,7 +144,8 @@ def run_stage(stage: Stage, directory: str,
   summary["seconds"] = round(time.time() - start, 3)
   summary["cached"] = False
   atomic_write_json(summary_path, summary)
-  atomic_write_json(key_path, dict(record, complete=True))
+  atomic_write_json(key_path, dict(record, complete=True,
+                                   outputs=_outputs(directory)))
   # How many it made: a CSL.num_samples that a later gin include reset,
   # say, shows here.
   made = summary.get("num_examples")
@@ -114,6 +163,14 @@ def _finished(old: Mapping[str, Any], directory: str) -> bool:
   """A run under that key completed and left its summary."""
   return bool(old.get("complete")) and os.path.exists(
       os.path.join(directory, SUMMARY_FILE))
+
+
+def _read_summary(path: str) -> Optional[Dict[str, Any]]:
+  try:
+    summary = read_json(path)
+  except (ValueError, OSError):  # torn, emptied or garbage: redo
+    return None
+  return summary if isinstance(summary, dict) else None
 
 
 def _read_key(path: str):
