@@ -360,7 +360,7 @@ def test_csl_stages_keyed_on_config_bindings_and_file_roles(tmp_path):
 def test_the_training_file_is_the_candidates_in_a_random_order(tmp_path):
   """A trainer streaming `synthetic.tsv` reads about its first R lines:
   published in an order fixed by the candidates' bytes, those R are a
-  random R of the file, not the method's first (GECA's by template)."""
+  random R of the file, not the method's first (AugZero's first copies)."""
   from csl_jax.pipeline import augment  # pylint: disable=g-import-not-at-top
   src, dst = tmp_path / "candidates.tsv", tmp_path / "synthetic.tsv"
   lines = [f"in {i:04d}\tout {i:04d}\n" for i in range(1000)]

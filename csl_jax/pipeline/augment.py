@@ -64,9 +64,11 @@ def _publish_shuffled(src: str, dst: str) -> None:
 
   The trainers read a synthetic file as a stream: SeqIO shuffles it
   through a buffer of 1,000 examples, so a cell that reads R of its N lines
-  read the first R or so. In a method's own order (GECA's by template, a
-  pool's as sampled) that is not a random R; in a random order it is
-  (BENCHMARKS "A pass over the published numbers", session 49)."""
+  read the first R or so. In a method's own order that is not a random R
+  (AugZero writes copy by copy), and two pools drawn with one seed (100K
+  and 1M) share their first lines, so their cells read the same data. In
+  an order fixed by the file's own bytes, neither holds (BENCHMARKS "A
+  pass over the published numbers", session 49)."""
   with open(src, "rb") as f:
     data = f.read()
   lines = data.splitlines(keepends=True)
