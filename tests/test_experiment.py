@@ -211,6 +211,21 @@ def test_mean_std_on_known_numbers():
   assert ppl["csl"]["jump"]["n"] == 1 and ppl["csl"]["length"]["n"] == 1
 
 
+def test_a_row_with_no_finished_cell_is_shown_empty(tmp_path):
+  """results.md lists every row asked for: one whose cells wait (on an
+  accelerator, say) is "–", not missing as if never asked for."""
+  records = [dict(r, train_seconds=1.0, decode_seconds=1.0, num_original=3,
+                  num_synthetic=4)
+             for r in _score_records([("jump", "csl", 0, 99.0)])]
+  meta = {"num_cells": 2}
+  written = results.write_tables(str(tmp_path), records, ["original", "csl"],
+                                 meta, {})
+  with open(written["markdown"], encoding="utf-8") as f:
+    md = f.read()
+  assert "| original | – |" in md and "| csl | 99.00 (1) |" in md
+  assert "1 of 2 cells finished" in md
+
+
 def test_difference_to_original_by_hand():
   # [1, 2, 3] vs [4, 5, 6]: difference 3, each variance 1, so the standard
   # error is sqrt(1/3 + 1/3) = 0.8165, t = 3.674 on (2/3)^2 / (2 (1/3)^2 /

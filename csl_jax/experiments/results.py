@@ -303,7 +303,9 @@ def write_tables(out_dir: str, records: Sequence[Mapping[str, Any]],
   """results.md and results.html: the papers' table (rows: training data,
   columns: splits, cells: exact match mean ± std (seeds)), COGS categories,
   the plots and one row per run."""
-  table = aggregate(records)
+  # Every row, "–" where no cell of it has finished yet: a row left out
+  # would read as a row never asked for.
+  table = {**{row: {} for row in rows}, **aggregate(records)}
   cats = category_table(records)
   title = f"Experiment {meta.get('name', '')}".strip()
   steps = f"{meta.get('num_steps')} training steps"
