@@ -467,6 +467,25 @@ def _copy_run(out, tmp_path):
   return copy
 
 
+def test_a_checkpoint_that_cannot_be_read_is_one_error(trained, tmp_path):
+  """Garbage in a checkpoint's files (a disk fault, a cut copy) is an
+  InputError naming the checkpoint and what to do, not tensorstore's pages
+  of traceback."""
+  from csl_jax.errors import InputError  # pylint: disable=g-import-not-at-top
+  out, _ = trained
+  broken = _copy_run(out, tmp_path)
+  step_dir = os.path.join(broken, "checkpoints", "200")
+  for root, _, names in os.walk(step_dir):
+    for name in names:
+      if "d" in root.split(os.sep)[-1:] or name.startswith("manifest"):
+        with open(os.path.join(root, name), "wb") as f:
+          f.write(b"garbage" * 100)
+  with pytest.raises(InputError) as e:
+    train.load_params(broken)
+  assert str(e.value).startswith(f"{step_dir}: checkpoint 200 cannot be read")
+  assert "remove it to resume from the one before" in str(e.value)
+
+
 def test_killed_run_resumes_the_missing_steps(trained, reverse_task,
                                               tmp_path, monkeypatch):
   out, _ = trained

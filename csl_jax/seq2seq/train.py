@@ -369,8 +369,16 @@ def restore(manager: ocp.CheckpointManager, state, step=None):
   step = manager.latest_step() if step is None else step
   if step is None:
     return state
-  restored = manager.restore(step, args=ocp.args.StandardRestore(
-      _pytree(state)))
+  try:
+    restored = manager.restore(step, args=ocp.args.StandardRestore(
+        _pytree(state)))
+  except (ValueError, OSError) as e:  # tensorstore's DATA_LOSS, a cut file
+    first = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
+    where = os.path.join(os.fspath(manager.directory), str(step))
+    raise InputError(
+        f"checkpoint {step} cannot be read ({first}); remove it to resume "
+        "from the one before, or the run's directory to train afresh",
+        where) from None
   return state.replace(**restored)
 
 
