@@ -3,6 +3,7 @@ Numba kernels against their pure-Python twins, the whole algorithm against
 the literal reference, a SCAN-like validity check and the pipeline adapter.
 No network, no shared data."""
 
+import dataclasses
 import json
 import os
 
@@ -86,6 +87,9 @@ configs = st.builds(
     max_len=st.sampled_from([None, 7]), dedup=st.booleans(),
     weighting=st.sampled_from(["official", "uniform"]),
     n_sample=st.just(None), variants=st.just(10**6))
+# The kernels' own test draws the language-model mode (outputs alone) too.
+kernel_configs = st.tuples(configs, st.booleans()).map(
+    lambda c: dataclasses.replace(c[0], output_only=c[1]))
 _SETTINGS = settings(max_examples=40, deadline=None,
                      suppress_health_check=[HealthCheck.too_slow])
 
@@ -96,7 +100,7 @@ def _sorted_rows(rows):
 
 
 @_SETTINGS
-@given(pair_lists, configs)
+@given(pair_lists, kernel_configs)
 def test_kernels_match_twins(pairs, config):
   e, allowed = _encode(pairs, config)
   t, o = e.tokens, e.offsets
@@ -109,7 +113,7 @@ def test_kernels_match_twins(pairs, config):
   seqs = np.arange(len(o) - 1)
   args = (seqs, config.wug_size, config.wug_count, allowed,
           config.wug_limit is not None,
-          -1 if config.window is None else config.window, False)
+          -1 if config.window is None else config.window, config.output_only)
   rows = kernel.enumerate_pairs(t, o, *args)
   twin = kernel_reference.enumerate_pairs(t, o, *args)
   np.testing.assert_array_equal(_sorted_rows(rows), _sorted_rows(twin))
@@ -148,7 +152,7 @@ def test_kernels_match_twins(pairs, config):
   fill_args = (t, o) + tuple(t_rows[k][tr] for k in ("seq", "pos", "size",
                                                      "ns")) + tuple(
       f_rows[k][fr] for k in ("seq", "pos", "size", "ns")) + (
-          config.wug_size, False)
+          config.wug_size, config.output_only)
   for a, b in zip(kernel.fill_pairs(*fill_args),
                   kernel_reference.fill_pairs(*fill_args)):
     np.testing.assert_array_equal(a, b)

@@ -61,6 +61,13 @@ def test_unary_source_rules_wrap_the_target():
   assert count(g, "x", "X") == 1
   assert count(g, "x", "f ( f ( X ) )") == 1
   assert count(g, "x", "f ( X") == 0
+  # Chains of 3 and 4 unary steps: the closure runs to its fixpoint, not
+  # a fixed number of passes (one pass found chains of 2 only).
+  for depth in (3, 4):
+    target = "f ( " * depth + "X" + " )" * depth
+    assert count(g, "x", target) == 1, depth
+    assert list(forest.derivable(g, [("x", target)])) == [True], depth
+  assert count(g, "x x", "f ( f ( f ( X ) ) , X )") == 1
   # f wraps either the pair or one of its halves.
   assert count(g, "x x", "f ( X , X )") == 1
   assert count(g, "x x", "f ( X ) , X") == 1
