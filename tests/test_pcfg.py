@@ -50,6 +50,20 @@ def test_counts_match_twin(tokens):
   np.testing.assert_allclose(c, c_ref, atol=1e-9)
 
 
+@hypothesis.settings(max_examples=60, deadline=None)
+@hypothesis.given(st.lists(st.sampled_from("abc"), min_size=1, max_size=6),
+                  st.integers(0, 10**6))
+def test_weighted_counts_match_twin(tokens, seed):
+  """With production probabilities: p(y) and the posterior counts, each
+  parse weighted by its probability (the twin enumerates the parses)."""
+  weights = np.random.default_rng(seed).uniform(0.05, 1.0,
+                                                len(AMBIGUOUS.productions))
+  z, c = counts.expected_counts(counts.encode(AMBIGUOUS), tokens, weights)
+  z_ref, c_ref = counts_reference.expected_counts(AMBIGUOUS, tokens, weights)
+  assert z == pytest.approx(z_ref, rel=1e-9, abs=1e-300)
+  np.testing.assert_allclose(c, c_ref, atol=1e-9)
+
+
 def test_weighted_inside_is_the_probability():
   cfg = parse_output_cfg("S -> S S | a\n")
   probs = np.array([0.25, 0.75])

@@ -45,11 +45,18 @@ def parses(cfg, tokens: Sequence[str]) -> List[Tuple[int, ...]]:
   return category(cfg.start, 0, len(tokens), 0)
 
 
-def expected_counts(cfg, tokens: Sequence[str]) -> Tuple[int, np.ndarray]:
-  """(number of parses, per-production counts averaged over the parses)."""
+def expected_counts(cfg, tokens: Sequence[str], weights=None
+                    ) -> Tuple[float, np.ndarray]:
+  """(number of parses, per-production counts averaged over the parses);
+  with production `weights`: (the sum of the trees' weight products, the
+  counts averaged with those products as the trees' weights)."""
   trees = parses(cfg, tokens)
+  if weights is None:
+    weights = np.ones(len(cfg.productions))
+  tree_weights = [float(np.prod([weights[i] for i in tree])) for tree in trees]
+  z = sum(tree_weights)
   counts = np.zeros(len(cfg.productions))
-  for tree in trees:
+  for tree, w in zip(trees, tree_weights):
     for index in tree:
-      counts[index] += 1.0 / len(trees)
-  return len(trees), counts
+      counts[index] += w / z
+  return z, counts
