@@ -14,11 +14,15 @@ import time
 from typing import Mapping, Optional
 
 
+FLUSH_SECONDS = 5.0
+
+
 class TensorBoardWriter:
   """TensorBoard scalars under `directory`; a no-op when it is None/empty."""
 
   def __init__(self, directory: Optional[str]):
     self._writer = None
+    self._flushed = time.time()
     if directory:
       # pylint: disable=g-import-not-at-top
       from tensorboard.compat.proto import event_pb2
@@ -40,7 +44,13 @@ class TensorBoardWriter:
     return self._writer is not None
 
   def scalar(self, name: str, value: float, step: int) -> None:
+    """Writes one scalar; flushed every FLUSH_SECONDS, so that TensorBoard
+    sees a long fit as it goes and a killed one keeps its curve."""
     self._add({name: value}, step)
+    if self._writer is not None and (
+        time.time() - self._flushed >= FLUSH_SECONDS):
+      self._writer.flush()
+      self._flushed = time.time()
 
   def scalars(self, values: Mapping[str, float], step: int,
               prefix: str = "") -> None:

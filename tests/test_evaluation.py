@@ -100,6 +100,24 @@ def test_writer_writes_event_files(tmp_path):
   assert plots.read_scalars(str(cut), "eval/loss") == [(2, 0.5)]
 
 
+def test_single_scalars_reach_the_file_without_a_close(tmp_path,
+                                                       monkeypatch):
+  """A fit writes one scalar at a time and may be killed before it closes
+  its writer: scalars older than FLUSH_SECONDS are on disk already."""
+  from csl_jax import summaries  # pylint: disable=g-import-not-at-top
+  from csl_jax.experiments import plots  # pylint: disable=g-import-not-at-top
+  clock = [1000.0]
+  monkeypatch.setattr(summaries.time, "time", lambda: clock[0])
+  directory = str(tmp_path / "tb")
+  writer = TensorBoardWriter(directory)
+  for step in range(1, 4):  # 3 s apart: flushed at 6 s, not before
+    clock[0] += 3.0
+    writer.scalar("train/loss", float(step), step)
+  assert plots.read_scalars(directory, "train/loss") == [(1, 1.0), (2, 2.0)]
+  writer.close()
+  assert len(plots.read_scalars(directory, "train/loss")) == 3
+
+
 def test_bleu_by_hand():
   ref = "the cat sat on the mat"
   assert evaluation.bleu([ref], [ref]) == {"bleu": pytest.approx(100.0)}

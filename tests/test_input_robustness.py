@@ -418,6 +418,35 @@ def test_progress_logs_when_stderr_is_not_a_terminal(monkeypatch, caplog):
   lines = [r.getMessage() for r in caplog.records
            if r.getMessage().startswith("count:")]
   assert len(lines) == 10 and lines[-1].startswith("count: 20/20")
+  assert lines[0].startswith("count: 2/20 it, 0s, ETA ")  # the time left
+  assert "ETA" not in lines[-1]  # ... none once done
+  # Between tenths, a line a minute: a long run is never quiet for long.
+  clock = [1000.0]
+  monkeypatch.setattr(progress_lib.time, "time", lambda: clock[0])
+  caplog.clear()
+  with caplog.at_level(py_logging.INFO):
+    bar = progress_lib.progress(total=1000, desc="slow", initial=100)
+    for _ in range(30):  # 30 steps, 5 s each: 2.5 min, no tenth passed
+      clock[0] += 5.0
+      bar.update(1)
+  slow = [r.getMessage() for r in caplog.records
+          if r.getMessage().startswith("slow:")]
+  # At 60 s and 120 s: 12 and 24 steps done since the resume at 100, so
+  # 888 and 876 left at 5 s a step.
+  assert slow == ["slow: 112/1000 it, 60s, ETA 1h14m",
+                  "slow: 124/1000 it, 120s, ETA 1h13m"]
+  # A bar made before its loop knew the checkpoint's step (the CSL fit):
+  # told where it resumed, it counts the whole run, rates this process's.
+  caplog.clear()
+  with caplog.at_level(py_logging.INFO):
+    bar = progress_lib.progress(total=100, desc="fit")
+    progress_lib.start_at(bar, 50)
+    for _ in range(10):
+      clock[0] += 1.0
+      bar.update(1)
+  assert [r.getMessage() for r in caplog.records
+          if r.getMessage().startswith("fit:")] == ["fit: 60/100 it, 10s, "
+                                                    "ETA 40s"]
   monkeypatch.setenv(progress_lib.ENV, "1")
   bar = progress_lib.progress(total=3, file=sys.stdout)
   assert not bar.disable

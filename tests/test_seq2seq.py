@@ -650,7 +650,8 @@ def test_progress_lines_say_step_loss_and_speed(reverse_task, tmp_path,
   config = dataclasses.replace(TRAIN, num_steps=20, checkpoint_every=10,
                                log_every=50)
   run = str(tmp_path / "run")
-  line = re.compile(r"^cell x: (\d+)/20 step, \d+s \(loss=(\d+\.\d{4})"
+  line = re.compile(r"^cell x: (\d+)/20 step, \d+s(?:, ETA \w+)? "
+                    r"\(loss=(\d+\.\d{4})"
                     r"(, examples/s=\d+)?\)$")
 
   def lines():

@@ -23,7 +23,7 @@ from csl_jax.qcfg.output_cfg import check_training_outputs
 from csl_jax.qcfg.output_cfg import load_output_cfg
 from csl_jax.qcfg.rules import format_rule, load_rules
 from csl_jax.summaries import TensorBoardWriter
-from csl_jax.progress import progress
+from csl_jax.progress import progress, start_at
 
 
 def _read_inputs(path: str) -> List[str]:
@@ -125,9 +125,13 @@ def fit(out_dir: str, grammar: str, train_data: str,
                              if tensorboard else None)
   bar = progress(total=config.num_steps, desc="fit", unit="step",
                   mininterval=1.0)
+  last = [0]  # the step the bar counts up to: a resumed fit starts later
 
   def on_step(step, loss):
+    if step - 1 > last[0]:  # resumed from a checkpoint of step - 1
+      start_at(bar, step - 1)
     bar.update(1)
+    last[0] = step
     if step % summary_every == 0 or step == 1:
       bar.set_postfix(loss=f"{loss:.4f}")
       writer.scalar("train/neg_log_p_xy", loss, step)
@@ -162,6 +166,7 @@ def fit(out_dir: str, grammar: str, train_data: str,
                    num_pseudo_labeled=len(labeled))
     bar = progress(total=config.num_steps, desc="refit", unit="step",
                    mininterval=1.0)
+    last[0] = 0
     pairs = pairs + labeled * unlabeled_copies
     # Pseudo-labels over the bounds are dropped (and counted), not fatal.
     params, history, data = train.fit(
