@@ -564,7 +564,8 @@ def test_pretrain_finetune_regime_and_init_from(tiny, toy_data, tmp_path,  # pyl
   # Each training of the cell says its progress: a line per 10% of its
   # steps (here, every step), with the loss and the speed.
   lines = [m.groups() for m in (re.match(
-      r"toy/shuffle/seed_0 (pretrain|train): (\d+/\d+) step, \d+s "
+      r"toy/shuffle/seed_0 (pretrain|train): (\d+/\d+) step, \d+s"
+      r"(?:, ETA \w+)? "
       r"\(loss=\d+\.\d+(, examples/s=\d+)?\)$", r.getMessage())
                                 for r in caplog.records) if m]
   assert [(part, count) for part, count, _ in lines] == [
