@@ -446,6 +446,21 @@ def test_loss_drops(trained):
   assert metrics["mean_last_loss"] < 0.3 * metrics["first_loss"]
 
 
+def test_tensorboard_has_the_loss_and_the_schedule(trained):
+  """Each log point writes the loss and the learning rate its step used."""
+  from csl_jax.experiments import plots  # pylint: disable=g-import-not-at-top
+  out, _ = trained
+  directory = os.path.join(out, "tensorboard")
+  rates = train.learning_rates(TRAIN)
+  got = plots.read_scalars(directory, "train/learning_rate")
+  assert [s for s, _ in got] == list(range(TRAIN.log_every,
+                                           TRAIN.num_steps + 1,
+                                           TRAIN.log_every))
+  for step, value in got:
+    assert value == pytest.approx(float(rates[step - 1]), rel=1e-6)
+  assert len(plots.read_scalars(directory, "train/loss")) == len(got)
+
+
 def test_checkpoint_round_trip_and_resume(trained, reverse_task):
   out, _ = trained
   assert sorted(os.listdir(os.path.join(out, "checkpoints"))) == ["160",

@@ -704,6 +704,7 @@ def fit(out_dir: str, model_config, config: TrainConfig,
           show(scalars["loss"])
       bar.update(1)  # after its postfix: a line it writes says this step's
       if logged:
+        scalars["learning_rate"] = float(rates[step])  # the step's own
         if config.curriculum != "none":
           scalars["curriculum_available"] = (
               curriculum_lib.available_fraction(
