@@ -684,7 +684,8 @@ def fit(out_dir: str, model_config, config: TrainConfig,
       if compiles:
         jax.block_until_ready(state)
         tick = time.time()
-      state, out = train_step(state, batch, rng, rates[step])
+      rate = rates[step]  # read once: the TensorBoard line below says it
+      state, out = train_step(state, batch, rng, rate)
       if compiles:
         jax.block_until_ready(out)
         compile_seconds += time.time() - tick
@@ -704,7 +705,7 @@ def fit(out_dir: str, model_config, config: TrainConfig,
           show(scalars["loss"])
       bar.update(1)  # after its postfix: a line it writes says this step's
       if logged:
-        scalars["learning_rate"] = float(rates[step])  # the step's own
+        scalars["learning_rate"] = float(rate)
         if config.curriculum != "none":
           scalars["curriculum_available"] = (
               curriculum_lib.available_fraction(
