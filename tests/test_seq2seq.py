@@ -1004,6 +1004,9 @@ def test_cli_train_and_decode(reverse_task, tmp_path, monkeypatch, capsys):
                      "32", f"--gin_file={gin_file}"]) == 0
     assert json.load(open(os.path.join(model_dir, "config.json")))[
         "model"]["d_model"] == 32
+    said = capsys.readouterr().out  # where things are, not a dict
+    assert said.startswith("csl-jax train: done; 20 steps, loss ")
+    assert f"checkpoints in {os.path.join(model_dir, 'checkpoints')}" in said
     assert os.listdir(os.path.join(model_dir, "tensorboard"))
     assert cli.main(["decode", "--model", model_dir, "--task", "t_cli",
                      "--split", "test", "--out", dec_dir]) == 0

@@ -113,6 +113,14 @@ def _train(args) -> int:
     # anything else is a bug and keeps its traceback.
     summary.update(train.train(args.out, args.task, config=config,
                                extra_config=extra))
+  first, last = summary.get("first_loss"), summary.get("final_loss")
+  loss = (f", loss {first:.4f} -> {last:.4f}" if isinstance(first, float)
+          and isinstance(last, float) else "")
+  print(f"csl-jax train: done; {summary['steps']} steps{loss} in "
+        f"{summary['wall_seconds']:.0f} s; checkpoints in "
+        f"{os.path.join(args.out, 'checkpoints')}, TensorBoard in "
+        f"{os.path.join(args.out, 'tensorboard')}, figures in "
+        f"{os.path.join(args.out, 'summary.json')}")
   return 0
 
 
