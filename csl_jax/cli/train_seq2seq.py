@@ -116,8 +116,8 @@ def _train(args) -> int:
   first, last = summary.get("first_loss"), summary.get("final_loss")
   loss = (f", loss {first:.4f} -> {last:.4f}" if isinstance(first, float)
           and isinstance(last, float) else "")
-  print(f"csl-jax train: done; {summary['steps']} steps{loss} in "
-        f"{summary['wall_seconds']:.0f} s; checkpoints in "
+  print(f"csl-jax train: done; {summary.get('steps', 0)} steps{loss} in "
+        f"{summary.get('wall_seconds', 0.0):.0f} s; checkpoints in "
         f"{os.path.join(args.out, 'checkpoints')}, TensorBoard in "
         f"{os.path.join(args.out, 'tensorboard')}, figures in "
         f"{os.path.join(args.out, 'summary.json')}")
