@@ -20,7 +20,12 @@ FLUSH_SECONDS = 5.0
 class TensorBoardWriter:
   """TensorBoard scalars under `directory`; a no-op when it is None/empty."""
 
-  def __init__(self, directory: Optional[str]):
+  def __init__(self, directory: Optional[str], start_step: int = 0):
+    """`start_step` > 0: a run resumed from that step's checkpoint. A
+    SessionLog START at the step after it tells TensorBoard to drop what an
+    earlier process wrote from there on (the steps a kill lost since the
+    checkpoint, trained again now), as tf.summary's writers do on a
+    restart."""
     self._writer = None
     self._flushed = time.time()
     if directory:
@@ -38,6 +43,11 @@ class TensorBoardWriter:
       self._writer = record_writer.RecordWriter(open(path, "wb"))
       self._write(event_pb2.Event(wall_time=time.time(),
                                   file_version="brain.Event:2"))
+      if start_step:
+        self._write(event_pb2.Event(
+            wall_time=time.time(), step=int(start_step) + 1,
+            session_log=event_pb2.SessionLog(
+                status=event_pb2.SessionLog.START)))
 
   @property
   def enabled(self) -> bool:

@@ -118,6 +118,31 @@ def test_single_scalars_reach_the_file_without_a_close(tmp_path,
   assert len(plots.read_scalars(directory, "train/loss")) == 3
 
 
+def test_a_resumed_writer_drops_the_steps_a_kill_lost(tmp_path,
+                                                      monkeypatch):
+  """Killed at step 8 after a checkpoint at 5, resumed from 5: TensorBoard
+  drops the first process's steps 6-8 (trained again) and keeps 1-5."""
+  from tensorboard.backend.event_processing import event_accumulator  # pylint: disable=g-import-not-at-top
+  from csl_jax import summaries  # pylint: disable=g-import-not-at-top
+  clock = [1000.0]  # the second process's file is named a minute later
+  monkeypatch.setattr(summaries.time, "time", lambda: clock[0])
+  directory = str(tmp_path / "tb")
+  first = TensorBoardWriter(directory)
+  for step in range(1, 9):
+    first.scalar("train/loss", 1.0, step)
+  first.close()
+  clock[0] += 60.0
+  second = TensorBoardWriter(directory, start_step=5)
+  for step in range(6, 11):
+    second.scalar("train/loss", 2.0, step)
+  second.close()
+  acc = event_accumulator.EventAccumulator(directory)
+  acc.Reload()
+  got = [(e.step, e.value) for e in acc.Scalars("train/loss")]
+  assert got == [(s, 1.0) for s in range(1, 6)] + [
+      (s, 2.0) for s in range(6, 11)]
+
+
 def test_bleu_by_hand():
   ref = "the cat sat on the mat"
   assert evaluation.bleu([ref], [ref]) == {"bleu": pytest.approx(100.0)}

@@ -623,7 +623,7 @@ def fit(out_dir: str, model_config, config: TrainConfig,
   # Batches that can save their position beside each checkpoint.
   save_position = getattr(batches, "save", None)
   rates = learning_rates(config)
-  summaries = TensorBoardWriter(os.path.join(out_dir, "tensorboard"))
+  summaries = TensorBoardWriter(os.path.join(out_dir, "tensorboard"), start)
   metrics: Dict[str, Any] = {"start_step": start}
   if start:
     # Where the resumed data order came from (BENCHMARKS "Resuming
