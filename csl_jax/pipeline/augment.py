@@ -29,6 +29,7 @@ from csl_jax.data import token_copies
 from csl_jax.data import tsv
 from csl_jax.errors import InputError
 from csl_jax.errors import Pending
+from csl_jax.files import atomic_write_bytes
 from csl_jax.files import atomic_write_json
 from csl_jax.files import read_json
 from csl_jax.methods import base as method_base
@@ -80,14 +81,7 @@ def _publish_shuffled(src: str, dst: str) -> None:
   if (os.path.exists(dst) and
       cache.file_hash(dst) == hashlib.sha256(out).hexdigest()):
     return
-  tmp = f"{dst}.tmp.{os.getpid()}"
-  try:
-    with open(tmp, "wb") as f:
-      f.write(out)
-    os.replace(tmp, dst)
-  finally:
-    if os.path.exists(tmp):
-      os.remove(tmp)
+  atomic_write_bytes(dst, out)
 
 
 def prepare_stage(dataset: str, split: Optional[str], data_dir: Optional[str],
