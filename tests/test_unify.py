@@ -4,10 +4,13 @@ import itertools
 
 import hypothesis
 from hypothesis import strategies as st
+import numpy as np
+import pytest
 
+from csl_jax.induction import unify_kernel, unify_kernel_reference
 from csl_jax.induction.unifier import GrammarUnifier, RuleCodes
 from csl_jax.induction.unify import canonical, compose, unify
-from csl_jax.qcfg.rules import parse_rule, validate_rule
+from csl_jax.qcfg.rules import format_rule, parse_rule, validate_rule
 from csl_jax.testing import strategies
 
 
@@ -343,3 +346,100 @@ def test_unify_kernel_matches_twin(ra, rb, data, other):
         assert unifier.unify(i, [j]) == unify(r1, r2), (r1, r2)
         union |= unify(r1, r2)
     assert unifier.unify(i, range(len(grammar))) == union
+
+
+# --- the Numba kernel against its independent twin ---------------------------
+# `unify_kernel_reference` shares no code with `unify.py`, so a bug ported
+# to both (the kernel is a copy of it) is caught here.
+
+
+def _coded(*texts):
+  """Rules as the kernel's int codes (terminals >= 0, NT_k = -k), one
+  vocabulary for all."""
+  vocab = {}
+  code = lambda t: (-int(t[3:]) if t.startswith("NT_")
+                    else vocab.setdefault(t, len(vocab)))
+  out = []
+  for text in texts:
+    source, target = text.split(" ### ")
+    out.append((tuple(code(t) for t in source.split()),
+                tuple(code(t) for t in target.split())))
+  return out
+
+
+def _csr(grammar):
+  src = [np.array(s, np.int32) for s, _ in grammar]
+  tgt = [np.array(t, np.int32) for _, t in grammar]
+  off = lambda sides: np.cumsum([0] + [len(x) for x in sides]).astype(
+      np.int64)
+  flat = lambda sides: np.concatenate(sides).astype(np.int32)
+  return flat(src), off(src), flat(tgt), off(tgt)
+
+
+def _kernel_unify(grammar, i, partners):
+  sf, so, tf, to = unify_kernel.unify_partners(
+      *_csr(grammar), i, np.array(partners, np.int64))
+  return {(tuple(sf[so[q]:so[q + 1]].tolist()),
+           tuple(tf[to[q]:to[q + 1]].tolist()))
+          for q in range(len(so) - 1)}
+
+
+# (r1, r2, every r3 of UNIFY(r1, r2)), worked out by hand.
+HAND_UNIFY = [
+    # Figure 4: "jump" abstracted out; r2 has no NT, so no child.
+    ("jump and NT_1 ### JUMP NT_1", "jump ### JUMP",
+     ["NT_1 and NT_2 ### NT_1 NT_2"]),
+    ("jump and NT_1 ### JUMP NT_1", "NT_1 and NT_2 ### NT_1 NT_2",
+     ["jump ### JUMP"]),
+    # One occurrence, or all of them.
+    ("jump twice ### JUMP JUMP", "jump ### JUMP",
+     ["NT_1 twice ### NT_1 NT_1", "NT_1 twice ### NT_1 JUMP",
+      "NT_1 twice ### JUMP NT_1"]),
+    # Not the other subsets (e.g. NT_1 NT_1 JUMP).
+    ("jump thrice ### JUMP JUMP JUMP", "jump ### JUMP",
+     ["NT_1 thrice ### NT_1 NT_1 NT_1", "NT_1 thrice ### NT_1 JUMP JUMP",
+      "NT_1 thrice ### JUMP NT_1 JUMP", "NT_1 thrice ### JUMP JUMP NT_1"]),
+    # The child's copies must be equal.
+    ("jump twice ### JUMP JUMP", "NT_1 twice ### NT_1 NT_1",
+     ["jump ### JUMP"]),
+    ("jump twice ### JUMP WALK", "NT_1 twice ### NT_1 NT_1", []),
+    # r3 would be NT_1 ### NT_1, or r1 itself.
+    ("jump ### JUMP", "jump ### JUMP", []),
+    # x ### X into NT_2.
+    ("NT_1 x ### NT_1 X", "NT_1 NT_2 ### NT_1 NT_2", ["x ### X"]),
+    # A target NT left without its source NT.
+    ("NT_1 x y ### NT_1 X NT_1", "NT_1 x ### NT_1 X", []),
+    ("NT_1 x ### NT_1 A", "x ### A", ["NT_1 NT_2 ### NT_1 NT_2"]),
+    ("x ### a X", "x ### X", ["NT_1 ### a NT_1"]),
+    # NT_1 NT_2 swapped: a child into either slot (NT_1 and NT_2 into
+    # NT_1; and NT_1 NT_2 into NT_2), and as parent the first again.
+    ("NT_1 and NT_2 NT_3 ### NT_3 NT_2 NT_1", "NT_1 NT_2 ### NT_2 NT_1",
+     ["NT_1 and NT_2 ### NT_2 NT_1", "and NT_1 NT_2 ### NT_2 NT_1"]),
+]
+
+
+@pytest.mark.parametrize("r1, r2, expected", HAND_UNIFY)
+def test_unify_kernel_and_independent_twin_on_hand_cases(r1, r2, expected):
+  grammar = _coded(r1, r2, *expected)
+  want = set(grammar[2:])
+  assert unify_kernel_reference.unify(grammar[0], grammar[1]) == want
+  assert _kernel_unify(grammar, 0, [1]) == want
+
+
+@hypothesis.settings(max_examples=100, deadline=None)
+@hypothesis.given(valid_rules(max_nts=2).filter(lambda r: r.num_nts),
+                  valid_rules(max_nts=2), st.data(), valid_rules(max_nts=2))
+def test_unify_kernel_matches_independent_twin(ra, rb, data, other):
+  k = data.draw(st.integers(1, ra.num_nts), label="k")
+  rc = compose(ra, k, rb)
+  texts = [rc, ra, rb, other, compose(rc, 1, rb) if rc.num_nts else rc]
+  grammar = _coded(*[format_rule(x) for x in texts])
+  flat = _csr(grammar)
+  for i in range(len(grammar)):
+    others = [j for j in range(len(grammar)) if j != i]
+    for j in others:
+      assert (_kernel_unify(grammar, i, [j]) ==
+              unify_kernel_reference.unify(grammar[i], grammar[j])), (
+                  texts[i], texts[j])
+    assert (_kernel_unify(grammar, i, others) ==
+            unify_kernel_reference.unify_partners(*flat, i, others))
