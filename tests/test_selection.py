@@ -270,6 +270,176 @@ def test_structure_kernel_declines_names_it_cannot_keep_apart():
   assert feats.num_queries == 2 and "a$" in feats.atom_names
 
 
+# --- The bracketed featurization against its independent twin ---------------
+# `structure_kernel_reference.by_example` shares none of `templates`' label
+# code (keys, label chains, classes) with the kernel; compared by names.
+
+
+class _KernelOnly:
+  """`featurize`'s kernel, failing rather than falling back to the twin."""
+
+  @staticmethod
+  def structure(*args):
+    out = structure_kernel.structure(*args)
+    assert out is not None
+    return out
+
+
+def _kernel_by_example(outputs, abstraction, weighting):
+  """`featurize` (production keys, labels and the kernel) per output."""
+  feats = diversity.featurize([Example("x", o) for o in outputs],
+                              abstraction, weighting, kernel=_KernelOnly)
+
+  def row(m, names, q):
+    lo, hi = m.indptr[q], m.indptr[q + 1]
+    return {names[j]: float(v) for j, v in zip(m.indices[lo:hi],
+                                               m.data[lo:hi])}
+  out = []
+  for q in feats.query_of:
+    tmpl = feats.templates[feats.template_of[q]] if feats.valid[q] else None
+    out.append((tmpl, row(feats.atoms, feats.atom_names, q),
+                row(feats.compounds, feats.compound_names, q)))
+  return out
+
+
+_GEO_Q1 = ("answer(op(table,property(entity)))",
+           {"answer": 1, "intersection": 1, "city": 1, "loc_2": 1,
+            "entity": 1},
+           # loc_2(entity): 1 of its 4 occurrences (Q2 has 3 examples) lies
+           # in intersection(...); the rest only in supers of their own.
+           {"answer(intersection(city,loc_2$))": 1.0,
+            "intersection>city": 0.0, "intersection(city,loc_2$)": 0.0,
+            "intersection(city,loc_2(entity))": 1.0, "loc_2(entity)": 0.75})
+_GEO_Q2 = ("answer(property(entity))", {"answer": 1, "loc_2": 1, "entity": 1},
+           {"answer(loc_2(entity))": 1.0, "loc_2(entity)": 0.25})
+_COGS_Q1 = ("w(theme(*(w)),agent(entity))",
+            {"help": 1, "theme": 1, "*": 1, "rose": 1, "agent": 1,
+             "entity": 1},
+            {"theme(*(rose))": 1.0, "*(rose)": 0.0, "agent(entity)": 0.0,
+             "help(theme(*$),agent(entity))": 1.0})
+_COGS_Q2 = ("w(nmod.in(w))", {"cake": 1, "nmod.in": 1, "garden": 1},
+            {"cake(nmod.in(garden))": 1.0, "nmod.in(garden)": 0.0})
+
+# (abstraction, outputs, per output (template, atoms, Keysers weights)),
+# worked out by hand.
+HAND_STRUCTURES = [
+    ("geoquery", ["answer ( intersection ( city , loc_2 ( m0 ) ) )",
+                  "answer ( loc_2 ( m3 ) )", "answer ( loc_2 ( m5 ) )",
+                  "answer ( loc_2 ( 7 ) )", "answer ( city"],
+     [_GEO_Q1, _GEO_Q2, _GEO_Q2, _GEO_Q2, (None, {}, {})]),
+    ("cogs", ["help ( theme = * rose , agent = Emma )",
+              "help ( theme = * rose , agent = Liam )",
+              "cake ( nmod . in = garden )"],
+     [_COGS_Q1, _COGS_Q1, _COGS_Q2]),
+]
+
+
+@pytest.mark.parametrize("abstraction, outputs, expected", HAND_STRUCTURES)
+def test_structure_kernel_and_independent_twin_on_hand_trees(
+    abstraction, outputs, expected):
+  assert structure_kernel_reference.by_example(
+      outputs, abstraction, "keysers") == expected
+  assert _kernel_by_example(outputs, abstraction, "keysers") == expected
+  # Unweighted: every compound occurs once in these trees.
+  once = [(t, a, dict.fromkeys(c, 1.0)) for t, a, c in expected]
+  assert structure_kernel_reference.by_example(
+      outputs, abstraction, "none") == once
+  assert _kernel_by_example(outputs, abstraction, "none") == once
+
+
+_COGS_NOUNS = ["cake", "rose", "dog", "garden"]
+
+
+@st.composite
+def _cogs_np(draw, depth=0):
+  kind = draw(st.sampled_from(["Emma", "Liam", "noun", "* noun", "nmod"]
+                              if depth < 2 else ["Ava", "noun", "* noun"]))
+  noun = draw(st.sampled_from(_COGS_NOUNS))
+  if kind in ("noun", "* noun", "nmod"):
+    head = noun if kind == "noun" or draw(st.booleans()) else f"* {noun}"
+    if kind != "nmod":
+      return head
+    prep = draw(st.sampled_from(["in", "on", "beside"]))
+    return f"{head} ( nmod . {prep} = {draw(_cogs_np(depth + 1))} )"
+  return kind
+
+
+@st.composite
+def _cogs_output(draw, depth=0):
+  verb = draw(st.sampled_from(["help", "like", "roll"]))
+  roles = draw(st.lists(st.sampled_from(["agent", "theme", "recipient"]),
+                        max_size=3, unique=True))
+  args = [f"{r} = {draw(_cogs_np())}" for r in roles]
+  if depth == 0 and draw(st.booleans()):
+    args.append(f"ccomp = {draw(_cogs_output(1))}")
+  return f"{verb} ( {' , '.join(args)} )" if args else verb
+
+
+@st.composite
+def _geo_set(draw, depth=0):
+  shape = draw(st.sampled_from(["leaf", "1", "2", "most"] if depth < 3
+                               else ["leaf"]))
+  if shape == "leaf":
+    return draw(st.sampled_from(["city", "state", "river", "major", "m0",
+                                 "m1", "0", "traverse_1", "foo"]))
+  if shape == "most":
+    return f"most ( state , traverse_1 , {draw(_geo_set(depth + 1))} )"
+  if shape == "1":
+    f = draw(st.sampled_from(["loc_2", "population_1", "largest", "count",
+                              "capital_1"]))
+    return f"{f} ( {draw(_geo_set(depth + 1))} )"
+  f = draw(st.sampled_from(["intersection", "exclude", "largest_one"]))
+  return (f"{f} ( {draw(_geo_set(depth + 1))} , "
+          f"{draw(_geo_set(depth + 1))} )")
+
+
+_GEO_OUTPUT = _geo_set().map(lambda s: f"answer ( {s} )")
+# Some cut short: unreadable, never selected.
+_BROKEN = lambda s: s.rsplit(" ", 1)[0]
+
+
+@hypothesis.settings(max_examples=150, deadline=None)
+@hypothesis.given(st.sampled_from(["cogs", "geoquery"]), st.data(),
+                  st.sampled_from(["keysers", "none"]))
+def test_structure_kernel_matches_independent_twin(abstraction, data,
+                                                   weighting):
+  one = _cogs_output() if abstraction == "cogs" else _GEO_OUTPUT
+  outputs = data.draw(st.lists(st.one_of(one, one.map(_BROKEN)),
+                               min_size=1, max_size=10), label="outputs")
+  # Repeats: queries with several examples, for the Keysers counts.
+  outputs += data.draw(st.lists(st.sampled_from(outputs), max_size=4),
+                       label="repeats")
+  twin = structure_kernel_reference.by_example(outputs, abstraction,
+                                               weighting)
+  hypothesis.assume(any(t is not None for t, _, _ in twin))
+  assert _kernel_by_example(outputs, abstraction, weighting) == twin
+
+
+def test_funql_classes_follow_funql_cfg_categories():
+  # The class table is the spec: checked against the CFG's categories
+  # (Oren Table 2), and the twin's own copy against it.
+  expected = {"intersection": "op", "exclude": "op", "count": "func",
+              "sum": "func", "answer": "answer"}
+  category = {"Major": "table", "ExtremeOne": "func", "MostFewest": "func"}
+  with open(assets.resolve("tasks/geoquery/funql.cfg"), encoding="utf-8") as f:
+    for line in f:
+      lhs, _, rhs = line.partition("->")
+      lhs = lhs.strip()
+      if line.startswith("#") or not rhs or lhs == "Const":
+        continue
+      cls = category.get(lhs) or (
+          "table" if lhs.endswith("Type") else
+          "func" if lhs.endswith("Superlative") else
+          "property" if "To" in lhs else None)
+      for alt in rhs.split("|"):
+        words = alt.split()
+        if cls and len(words) == 1:
+          assert expected.setdefault(words[0], cls) == cls, words[0]
+  assert templates.FUNQL_CLASSES == expected
+  assert {w: structure_kernel_reference.template_class(w, "geoquery")
+          for w in expected} == expected
+
+
 # --- UAT ----------------------------------------------------------------------
 
 
