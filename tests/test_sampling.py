@@ -1,4 +1,8 @@
-"""Forward sampling against the exact sampling distribution (the twin)."""
+"""Forward sampling against the exact sampling distribution (the twin).
+
+The twin computes p(r | context) itself (`sample_reference.
+rule_distributions`): with the sampler's `rule_distributions` on both sides,
+a bug there (temperature, depth bias) passed."""
 
 import collections
 import math
@@ -6,8 +10,11 @@ import math
 import numpy as np
 import pytest
 
+from csl_jax.model import contexts
+from csl_jax.model.csl_model import CSLModel
+from csl_jax.sampling import sample_reference
 from csl_jax.sampling import sampler
-from csl_jax.sampling.sample_reference import pair_distribution
+from csl_jax.sampling.sample_reference import sampler_distribution
 from csl_jax.qcfg.output_cfg import parse_output_cfg
 from csl_jax.testing.models import TOY_OUTPUT_CFG, TOY_RULES, random_model
 
@@ -28,19 +35,119 @@ def _assert_drawn_as(pairs, dist):
     sd = math.sqrt(n * q * (1 - q)) + 1
     assert abs(counts.get(pair, 0) - n * q) < 5 * sd, pair
 
-@pytest.mark.parametrize("temperature,bias", [(1.0, 0.0), (2.0, 1.5),
-                                              (math.inf, 0.0)])
-def test_empirical_frequencies_match_exact_distribution(temperature, bias):
+@pytest.mark.parametrize("temperature,bias,min_nts", [
+    (1.0, 0.0, 1), (2.0, 1.5, 1), (0.5, -1.0, 0), (math.inf, 0.0, 1),
+    (math.inf, 1.0, 0)])
+def test_empirical_frequencies_match_exact_distribution(temperature, bias,
+                                                        min_nts):
   model = _model(1)
   config = sampler.SampleConfig(temperature=temperature, depth_bias=bias,
-                                depth_bias_min_nts=1, max_depth=3, seed=7)
-  p, leaf = sampler.rule_distributions(model, config)
-  exact = pair_distribution(RULES, p, leaf, model.ctx_index, 3)
+                                depth_bias_min_nts=min_nts, max_depth=3,
+                                seed=7)
+  exact = sampler_distribution(model, config)
   assert abs(sum(exact.values()) - 1) < 1e-9
   n = 40_000
   got = sampler.sample(model, n, config)
   assert got.stats["num_samples"] == n and got.stats["failed_rate"] == 0
   _assert_drawn_as(got.pairs, exact)
+
+
+def _hand_model(rule_weights, state_weights=(1.0,)):
+  """TOY_RULES with theta_{s,r} = log rule_weights[s][r] and every
+  context's theta_{c,s} = log state_weights[s]."""
+  num_contexts = contexts.num_contexts(RULES)
+  return CSLModel.from_params(RULES, {
+      "rule": np.log(np.array(rule_weights, np.float64)),
+      "context": np.log(np.tile(state_weights, (num_contexts, 1)))}, 2,
+                              len(state_weights))
+
+
+# TOY_RULES: `NT_1 twice` (1 NT), `NT_1 and NT_2` (2 NTs), walk, run.
+# (weights theta = log w, temperature, depth bias, min NTs, p(r | c)), by
+# hand: p ~ w^(1/T) * e^bias on the rules with more than min NTs.
+HAND_RULE_P = [
+    ([[1, 4, 9, 16]], 1.0, 0.0, 1, [1 / 30, 4 / 30, 9 / 30, 16 / 30]),
+    ([[1, 4, 9, 16]], 2.0, 0.0, 1, [0.1, 0.2, 0.3, 0.4]),
+    ([[1, 4, 9, 16]], 0.5, 0.0, 1, [1 / 354, 16 / 354, 81 / 354,
+                                    256 / 354]),
+    ([[1, 4, 9, 16]], math.inf, math.log(3), 1, [1 / 6, 3 / 6, 1 / 6,
+                                                 1 / 6]),
+    ([[1, 4, 9, 16]], math.inf, math.log(3), 0, [3 / 8, 3 / 8, 1 / 8,
+                                                 1 / 8]),
+    ([[1, 4, 9, 16]], math.inf, math.log(3), 2, [0.25] * 4),
+    ([[1, 4, 9, 16]], 2.0, math.log(2), 0, [2 / 13, 4 / 13, 3 / 13,
+                                            4 / 13]),
+]
+
+
+@pytest.mark.parametrize("weights, temperature, bias, min_nts, want",
+                         HAND_RULE_P)
+def test_rule_distributions_by_hand(weights, temperature, bias, min_nts,
+                                    want):
+  model = _hand_model(weights)
+  config = sampler.SampleConfig(temperature=temperature, depth_bias=bias,
+                                depth_bias_min_nts=min_nts)
+  leaf_want = [0, 0, want[2] / (want[2] + want[3]),
+               want[3] / (want[2] + want[3])]
+  p, leaf = sampler.rule_distributions(model, config)
+  twin_p, twin_leaf = sample_reference.rule_distributions(
+      RULES, model.rule_logits, model.context_logits, temperature, bias,
+      min_nts)
+  for got_p, got_leaf in ((p, leaf), (np.array(twin_p), np.array(twin_leaf))):
+    assert got_p.shape == (contexts.num_contexts(RULES), 4)
+    np.testing.assert_allclose(got_p, np.tile(want, (len(got_p), 1)))
+    # Leaf rows, renormalized as drawn: walk and run only.
+    np.testing.assert_allclose(got_leaf / got_leaf.sum(1, keepdims=True),
+                               np.tile(leaf_want, (len(got_p), 1)))
+
+
+def test_rule_distributions_mix_states_by_hand():
+  # p(s | c) = 1/4, 3/4; p(r | s) = 1/4 each, and 1/8, 1/8, 3/8, 3/8.
+  model = _hand_model([[1, 1, 1, 1], [1, 1, 3, 3]], [1.0, 3.0])
+  want = [5 / 32, 5 / 32, 11 / 32, 11 / 32]
+  config = sampler.SampleConfig()
+  p, _ = sampler.rule_distributions(model, config)
+  np.testing.assert_allclose(p, np.tile(want, (len(p), 1)))
+  twin_p, _ = sample_reference.rule_distributions(
+      RULES, model.rule_logits, model.context_logits, 1.0, 0.0, 1)
+  np.testing.assert_allclose(twin_p, np.tile(want, (len(p), 1)))
+
+
+def test_sampler_draws_a_hand_worked_distribution():
+  # p = 0.1, 0.2, 0.3, 0.4 (T = 2); at max depth 2 the children are walk
+  # or run, 3/7 and 4/7.
+  model = _hand_model([[1, 4, 9, 16]])
+  config = sampler.SampleConfig(temperature=2.0, max_depth=2, seed=5)
+  w, r = 3 / 7, 4 / 7
+  want = {("walk", "W"): 0.3, ("run", "R"): 0.4,
+          ("walk twice", "W W"): 0.1 * w, ("run twice", "R R"): 0.1 * r,
+          ("walk and walk", "W W"): 0.2 * w * w,
+          ("walk and run", "W R"): 0.2 * w * r,
+          ("run and walk", "R W"): 0.2 * r * w,
+          ("run and run", "R R"): 0.2 * r * r}
+  got = sampler_distribution(model, config)
+  assert got.keys() == want.keys()
+  for pair, q in want.items():
+    assert got[pair] == pytest.approx(q)
+  _assert_drawn_as(sampler.sample(model, 20_000, config).pairs, want)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_rule_distributions_match_twin(seed):
+  rng = np.random.default_rng(seed)
+  model = _model(seed, num_states=int(rng.integers(1, 4)))
+  for temperature in (0.3, 1.0, 2.5, math.inf):
+    for min_nts in (0, 1, 2):
+      bias = float(rng.normal())
+      config = sampler.SampleConfig(temperature=temperature,
+                                    depth_bias=bias,
+                                    depth_bias_min_nts=min_nts)
+      p, leaf = sampler.rule_distributions(model, config)
+      twin_p, twin_leaf = sample_reference.rule_distributions(
+          RULES, model.rule_logits, model.context_logits, temperature,
+          bias, min_nts)
+      np.testing.assert_allclose(p, twin_p, rtol=1e-12, atol=1e-15)
+      np.testing.assert_allclose(leaf, twin_leaf, rtol=1e-12, atol=1e-15)
 
 
 def test_uniform_temperature_and_depth_bias():
@@ -109,8 +216,6 @@ def test_long_derivations_within_max_len_are_not_lost():
   # of up to 30 tokens outgrew the scratch buffers (8 max_len + 64), and
   # such samples failed though their output fits max_len.
   from csl_jax.qcfg.rules import parse_rules  # pylint: disable=g-import-not-at-top
-  from csl_jax.model import contexts  # pylint: disable=g-import-not-at-top
-  from csl_jax.model.csl_model import CSLModel  # pylint: disable=g-import-not-at-top
   rules = parse_rules("walk ### W\nNT_1 ### NT_1 x\n")
   model = CSLModel.from_params(rules, {  # p(NT_1 x) = 0.99: deep trees
       "rule": np.log([[0.01, 0.99]]),
@@ -169,8 +274,7 @@ def test_intersected_sampling_by_hand_with_unit_and_ambiguous_cfgs(
 def test_intersected_sampling_is_the_model_conditioned_on_valid_outputs():
   model = _model(5)
   config = sampler.SampleConfig(max_depth=3, seed=3)
-  p, leaf = sampler.rule_distributions(model, config)
-  exact = pair_distribution(RULES, p, leaf, model.ctx_index, 3)
+  exact = sampler_distribution(model, config)
   valid = {k: q for k, q in exact.items() if CFG.recognizes(k[1].split())}
   total = sum(valid.values())
   n = 30_000
@@ -187,9 +291,11 @@ def test_local_intersected_sampling_matches_its_twin(seed):
   model = _model(seed)
   config = sampler.SampleConfig(max_depth=3, seed=3, depth_bias=1.0,
                                 intersect_mode="local")
-  p, _ = sampler.rule_distributions(model, config)
+  p, _ = sample_reference.rule_distributions(
+      RULES, model.rule_logits, model.context_logits, config.temperature,
+      config.depth_bias, config.depth_bias_min_nts)
   want = local_distribution(
-      RULES, p, model.ctx_index,
+      RULES, np.array(p), model.ctx_index,
       [target_options(CFG, rule.target) for rule in RULES], CFG.start, 3)
   assert sum(want.values()) == pytest.approx(1.0)
   n = 30_000

@@ -1,14 +1,64 @@
 """Pure-Python twin of `sample_kernel`: the exact distribution of sampled
 (input, output) pairs, by enumerating derivations up to the depth limit
 (`pair_distribution`: the plain sampler; `local_distribution`: the
-intersected sampler's local mode)."""
+intersected sampler's local mode), from p(r | context) computed here too
+(`rule_distributions`), not with the sampler's code."""
 
 import collections
+import math
 from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
 
 from csl_jax.qcfg.rules import nt_index
+
+
+def _num_nts(rule) -> int:
+  return len({t for t in rule.source if t.startswith("NT_")})
+
+
+def _normalized(logits: List[float]) -> List[float]:
+  top = max(logits)  # the largest weight is exp(0): no overflow
+  weights = [math.exp(x - top) for x in logits]
+  total = sum(weights)
+  return [w / total for w in weights]
+
+
+def rule_distributions(rules, rule_logits, context_logits,
+                       temperature: float, depth_bias: float,
+                       depth_bias_min_nts: int):
+  """(p, leaf) as lists [C][R]: p[c][r] = sum_s p(s | c) p(r | s), where
+  p(r | s) ~ exp(theta[s][r] / T + depth_bias if r has more than
+  depth_bias_min_nts NTs) (T = inf: theta ignored, uniform but for the
+  bias) and p(s | c) ~ exp(context_logits[c][s]); leaf[c][r] = p[c][r] for
+  the rules without NTs, else 0 (renormalized where it is drawn)."""
+  p_rule = []
+  for theta in rule_logits:
+    logits = []
+    for r, rule in enumerate(rules):
+      x = 0.0 if math.isinf(temperature) else float(theta[r]) / temperature
+      if _num_nts(rule) > depth_bias_min_nts:
+        x += depth_bias
+      logits.append(x)
+    p_rule.append(_normalized(logits))
+  p, leaf = [], []
+  for theta in context_logits:
+    p_state = _normalized([float(x) for x in theta])
+    row = [sum(p_state[s] * p_rule[s][r] for s in range(len(p_rule)))
+           for r in range(len(rules))]
+    p.append(row)
+    leaf.append([q if _num_nts(rules[r]) == 0 else 0.0
+                 for r, q in enumerate(row)])
+  return p, leaf
+
+
+def sampler_distribution(model, config) -> Dict[Tuple[str, str], float]:
+  """P(x, y) of `sampler.sample(model, n, config)` without an output CFG."""
+  p, leaf = rule_distributions(
+      model.rules, model.rule_logits, model.context_logits,
+      config.temperature, config.depth_bias, config.depth_bias_min_nts)
+  return pair_distribution(model.rules, p, leaf, model.ctx_index,
+                           config.max_depth)
 
 
 def pair_distribution(rules, p, leaf, ctx_index, max_depth: int
