@@ -461,6 +461,22 @@ def test_tensorboard_has_the_loss_and_the_schedule(trained):
   assert len(plots.read_scalars(directory, "train/loss")) == len(got)
 
 
+def test_tensorboard_has_the_throughput_beside_the_loss(trained):
+  """Each log point writes examples/s of the steps since the one before
+  (compiles and dev scoring left out), as the loss is written."""
+  from csl_jax.experiments import plots  # pylint: disable=g-import-not-at-top
+  out, metrics = trained
+  directory = os.path.join(out, "tensorboard")
+  got = plots.read_scalars(directory, "train/examples_per_second")
+  assert [s for s, _ in got] == [
+      s for s, _ in plots.read_scalars(directory, "train/loss")]
+  assert all(0 < v < 1e7 for _, v in got)
+  # The summary's measure over parts of the run (examples, not steps).
+  whole = metrics["examples_per_second"]
+  assert min(v for _, v in got) <= 3 * whole
+  assert max(v for _, v in got) >= whole / 3
+
+
 def test_checkpoint_round_trip_and_resume(trained, reverse_task):
   out, _ = trained
   assert sorted(os.listdir(os.path.join(out, "checkpoints"))) == ["160",

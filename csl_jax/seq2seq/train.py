@@ -662,17 +662,25 @@ def fit(out_dir: str, model_config, config: TrainConfig,
   bar_enabled = progress and progress_lib.bars_enabled()
   shown = [time.time(), 0, 0.0]  # at the last postfix: time, timed steps,
   # compile and eval seconds
+  logged_at = list(shown)  # the same at the last TensorBoard log point
+
+  def rate_since(mark):
+    """Examples/s of the timed steps since `mark` (updated to now), compiles
+    and evals left out as the run's summary leaves them out; None when
+    every step since compiled."""
+    now, paused = time.time(), compile_seconds + eval_seconds
+    seconds = now - mark[0] - (paused - mark[2])
+    rate = None
+    if timed_steps > mark[1] and seconds > 0:
+      rate = (timed_steps - mark[1]) * config.batch_size / seconds
+    mark[:] = [now, timed_steps, paused]
+    return rate
 
   def show(loss):
-    # examples/s of the steps since the last postfix, compiles and evals
-    # left out (as the run's summary counts them).
-    now, paused = time.time(), compile_seconds + eval_seconds
     postfix = {"loss": f"{loss:.4f}"}
-    seconds = now - shown[0] - (paused - shown[2])
-    if timed_steps > shown[1] and seconds > 0:
-      postfix["examples/s"] = (
-          f"{(timed_steps - shown[1]) * config.batch_size / seconds:.0f}")
-    shown[:] = [now, timed_steps, paused]
+    rate = rate_since(shown)  # of the steps since the last postfix
+    if rate is not None:
+      postfix["examples/s"] = f"{rate:.0f}"
     bar.set_postfix(postfix)
 
   with StopRequest(interrupt=True, what=desc) as stop:
@@ -706,6 +714,11 @@ def fit(out_dir: str, model_config, config: TrainConfig,
       bar.update(1)  # after its postfix: a line it writes says this step's
       if logged:
         scalars["learning_rate"] = float(rate)
+        # Of the steps since the last log point: fetch() above waited for
+        # them, so the time is the device's, not the dispatch's.
+        throughput = rate_since(logged_at)
+        if throughput is not None:
+          scalars["examples_per_second"] = throughput
         if config.curriculum != "none":
           scalars["curriculum_available"] = (
               curriculum_lib.available_fraction(
