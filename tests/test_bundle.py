@@ -463,6 +463,13 @@ def test_arrays_trainer_trains_a_bundle_here_in_one_call(
       ("original", 0, 4)]
   with open(first["markdown"], encoding="utf-8") as f:
     assert "; trainer arrays;" in f.read()
+  # The exact match beside the learning curve the bundle's trainer wrote.
+  from csl_jax.experiments import plots  # pylint: disable=g-import-not-at-top
+  (record,) = first["records"]
+  board = os.path.join(record["dir"], "train", "tensorboard")
+  assert [s for s, _ in plots.read_scalars(board, "train/loss")]
+  assert plots.read_scalars(board, "test/exact_match") == [
+      (4, pytest.approx(record["accuracy"]))]
   box = os.path.join(out, runner.BUNDLE_DIR)
   assert bundle.pending_cells(box) == []
   # The cell an export to another bundle would make: the same key.

@@ -702,6 +702,27 @@ def test_gooddev_selects_on_a_tenth_of_test_and_scores_the_rest(
   assert len(key["input_hashes"]) == 4  # vocab, train, test, dev
 
 
+def test_a_cells_exact_match_and_dev_scores_are_in_its_tensorboard(
+    tiny, toy_data, tmp_path):  # pylint: disable=redefined-outer-name,unused-argument
+  """The dev score of each checkpoint at its step, and the eval part's
+  exact match (GOODDEV's other rows) at the step of the checkpoint
+  decoded, read as TensorBoard reads them."""
+  from tensorboard.backend.event_processing import event_accumulator  # pylint: disable=g-import-not-at-top
+  gin.bind_parameter("seq2seq.TrainConfig.checkpoint_every", 1)
+  out = str(tmp_path / "exp")
+  _run(out, toy_data, methods=[], dev="gooddev", dev_seed=3)
+  (r,) = _records(out)
+  with open(os.path.join(r["dir"], "summary.json")) as f:
+    history = json.load(f)["train"]["dev_history"]
+  acc = event_accumulator.EventAccumulator(
+      os.path.join(r["dir"], "train", "tensorboard"))
+  acc.Reload()
+  assert [(e.step, e.value) for e in acc.Scalars("dev/exact_match")] == [
+      (s, pytest.approx(a)) for s, a in history]
+  assert [(e.step, e.value) for e in acc.Scalars("test/exact_match")] == [
+      (r["selected_step"], pytest.approx(r["accuracy"]))]
+
+
 @pytest.mark.parametrize("kw,message", [
     ({"dev": "test"}, "is an eval part"),
     ({"dev": "nope"}, "has no nope part"),

@@ -27,6 +27,7 @@ from csl_jax.seq2seq import arrays
 from csl_jax.seq2seq import bundle as bundle_lib
 from csl_jax.seq2seq import config as seq2seq_config
 from csl_jax.seq2seq import model_selection
+from csl_jax.summaries import TensorBoardWriter
 
 
 def say(line: str) -> None:
@@ -132,6 +133,7 @@ def stage(cell: grid_lib.Cell, run_dir: str, synthetic: Optional[str],
     for field in ("selected_step", "dev_accuracy"):
       if field in summary["train"]:
         summary[field] = summary["train"][field]
+    _board_scores(directory, summary)
     return summary
 
   def dev_ids(lengths):
@@ -244,6 +246,25 @@ def stage(cell: grid_lib.Cell, run_dir: str, synthetic: Optional[str],
     return scored(directory, summary, rows, perplexities)
 
   return method_base.Stage("cell", inputs, config, run)
+
+
+def _board_scores(directory: str, summary: Mapping[str, Any]) -> None:
+  """Each eval part's exact match (GOODDEV: of its scored rows) as
+  `<part>/exact_match` in the cell's TensorBoard directory, at the step of
+  the parameters decoded: the selected checkpoint's, else the last. The
+  dev scores of the selection are the trainer's own (`dev/exact_match`)."""
+  train = summary["train"]
+  step = train.get("selected_step")
+  step = train.get("steps") if step is None else step
+  board = os.path.join(directory, "train", "tensorboard")
+  if step is None or not os.path.isdir(board):
+    return
+  writer = TensorBoardWriter(board)
+  try:
+    for part, scores in summary["parts"].items():
+      writer.scalars({"exact_match": scores["accuracy"]}, int(step), part)
+  finally:
+    writer.close()
 
 
 def seen_by_part(cell_dir: str, eval_parts: Sequence[str],

@@ -52,6 +52,8 @@ LOSS_RECORD_DIR = "loss_record"  # the run's losses and rate at each one
 # seconds on a CPU instead of a whole `log_every` of queued steps (BENCHMARKS
 # "Issue 15 → SIGTERM within the grace").
 MAX_STEPS_IN_FLIGHT = 8
+# TensorBoard's group of the model selection's dev scores (`select`).
+DEV_SCALARS = "dev"
 
 
 def make_mesh():
@@ -615,15 +617,16 @@ def fit(out_dir: str, model_config, config: TrainConfig,
           "scored on this dev set (trained without one?); train into a new "
           "directory to select a checkpoint", os.path.join(
               out_dir, model_selection.HISTORY_FILE))
-    # Killed before scoring its last scheduled checkpoint (one written on
-    # SIGTERM between them is no candidate).
-    if select.resume(start) and _scheduled(start, config):
-      select(state.params, start)
+  summaries = TensorBoardWriter(os.path.join(out_dir, "tensorboard"), start)
+  # Killed before scoring its last scheduled checkpoint (one written on
+  # SIGTERM between them is no candidate).
+  if select and select.resume(start) and _scheduled(start, config):
+    summaries.scalars({"exact_match": select(state.params, start)}, start,
+                      DEV_SCALARS)
   batches = batches(start)
   # Batches that can save their position beside each checkpoint.
   save_position = getattr(batches, "save", None)
   rates = learning_rates(config)
-  summaries = TensorBoardWriter(os.path.join(out_dir, "tensorboard"), start)
   metrics: Dict[str, Any] = {"start_step": start}
   if start:
     # Where the resumed data order came from (BENCHMARKS "Resuming
@@ -741,7 +744,8 @@ def fit(out_dir: str, model_config, config: TrainConfig,
         if select:
           manager.wait_until_finished()  # scored only once it is on disk
           tick = time.time()
-          select(state.params, done)
+          summaries.scalars({"exact_match": select(state.params, done)},
+                            done, DEV_SCALARS)
           eval_seconds += time.time() - tick
         if evaluate:
           tick = time.time()
