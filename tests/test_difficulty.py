@@ -4,6 +4,7 @@ are known, scores counted by hand, quantile / mix / max subsets (Zhou et al.
 
 import json
 import os
+import re
 
 import numpy as np
 import pytest
@@ -32,6 +33,23 @@ def test_kmeans_finds_three_separated_clusters():
 PAIRS = [("walk", "W"), ("walk twice", "W W"), ("jump", "J"),
          ("jump and walk", "J W"), ("walk and jump twice", "W J J"),
          ("look", "L"), ("look twice", "L L"), ("look and walk", "L W")]
+
+
+def test_prototype_k_means_says_its_progress_in_a_log_file(monkeypatch,
+                                                          caplog):
+  """COGS's k-means ran 15-50 s without a word: now a line per
+  initialization (a tenth of them), with the time left and the best
+  inertia so far."""
+  from csl_jax import progress  # pylint: disable=g-import-not-at-top
+  monkeypatch.setenv(progress.ENV, "0")  # as in a log file
+  with caplog.at_level("INFO"):
+    scores.score("prototype", PAIRS, k=2)
+  lines = [r.getMessage() for r in caplog.records
+           if r.getMessage().startswith("k-means:")]
+  assert [line.split(",")[0] for line in lines] == [
+      f"k-means: {i}/10 init" for i in range(1, 11)]
+  assert ", ETA " in lines[0] and "ETA" not in lines[-1]
+  assert all(re.search(r" \(inertia=[\d.e+-]+\)$", line) for line in lines)
 
 
 def test_complexity_scores_by_hand():

@@ -3,9 +3,11 @@ by inertia: the prototype difficulty's clustering (Zhou et al. 2023 App.
 B.2 use scikit-learn's, k = 100, 10 initializations; scikit-learn is not a
 dependency here, and this is the same algorithm)."""
 
-from typing import Tuple
+from typing import Optional, Tuple
 
 import numpy as np
+
+from csl_jax.progress import progress
 
 
 def _sq_distances(x: np.ndarray, centers: np.ndarray) -> np.ndarray:
@@ -28,13 +30,18 @@ def _plus_plus(x: np.ndarray, k: int, rng: np.random.Generator
 
 
 def kmeans(x: np.ndarray, k: int, n_init: int = 10, seed: int = 0,
-           max_iter: int = 100) -> Tuple[np.ndarray, np.ndarray, float]:
+           max_iter: int = 100, desc: Optional[str] = "k-means"
+           ) -> Tuple[np.ndarray, np.ndarray, float]:
   """(centers [k, d], assignment [n], inertia) of the best initialization;
-  k is capped at the number of distinct points."""
+  k is capped at the number of distinct points. `desc` names the
+  progress (a line per initialization in a log file: seconds each on
+  COGS); None: none."""
   x = np.asarray(x, np.float64)
   k = min(k, len(np.unique(x, axis=0)))
   best = None
-  for init in range(n_init):
+  bar = progress(range(n_init), desc=desc, unit="init",
+                 disable=desc is None)
+  for init in bar:
     rng = np.random.default_rng([seed, init])
     centers = _plus_plus(x, k, rng)
     assign = None
@@ -51,4 +58,5 @@ def kmeans(x: np.ndarray, k: int, n_init: int = 10, seed: int = 0,
                                                 assign].sum())
     if best is None or inertia < best[2]:
       best = (centers.copy(), assign.copy(), inertia)
+    bar.set_postfix(inertia=f"{best[2]:.6g}")
   return best
