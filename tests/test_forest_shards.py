@@ -4,6 +4,7 @@ shard, never stale, the same on Beam's DirectRunner, and the fit from
 sharded forests the same fit."""
 
 import os
+import re
 
 import numpy as np
 import pytest
@@ -55,6 +56,46 @@ def test_sharded_forests_equal_one_build(tmp_path, num_shards):
   assert sorted(f for f in os.listdir(tmp_path) if f.startswith("forests-")
                 ) == [os.path.basename(forest_shards.shard_path(
                     "", s, num_shards)) for s in range(num_shards)]
+
+
+@pytest.mark.parametrize("pieces", [1, 3, 1000])
+def test_forests_built_in_pieces_equal_one_build_and_say_how_far(
+    monkeypatch, caplog, pieces):
+  from csl_jax import progress  # pylint: disable=g-import-not-at-top
+  monkeypatch.setenv(progress.ENV, "0")  # as in a log file
+  grammar = encode_qcfg(RULES, MAX_NTS)
+  whole, _ = forest_lib.build_forests(grammar, PAIRS, max_source_len=10**9,
+                                      max_target_len=10**9)
+  with caplog.at_level("INFO"):
+    got = forest_shards.build_in_pieces(grammar, PAIRS, "forests", pieces)
+  _assert_same(got, whole)
+  lines = [r.getMessage().split(",")[0] for r in caplog.records
+           if r.getMessage().startswith("forests:")]
+  n = len(PAIRS)
+  # A line per tenth of the pairs, where the pieces are that fine.
+  assert lines[-1] == f"forests: {n}/{n} pair"
+  assert len(lines) == min(pieces, 10)
+
+
+def test_the_fit_says_how_far_its_forests_are_and_what_comes_next(
+    monkeypatch, caplog):
+  """Nothing was said between the induction and the fit's first progress
+  line: a line per tenth of the forests, then that the first step
+  compiles (most of the wait on COGS)."""
+  from csl_jax import progress  # pylint: disable=g-import-not-at-top
+  monkeypatch.setenv(progress.ENV, "0")
+  config = train.FitConfig(num_states=2, batch_size=26, num_restarts=1,
+                           num_steps=2)
+  with caplog.at_level("INFO"):
+    train.fit(RULES, [(list(x), list(y)) for x, y in PAIRS], config, MAX_NTS)
+  said = [r.getMessage() for r in caplog.records]
+  forests = [m for m in said if m.startswith("fit forests:")]
+  assert len(forests) == 10 and forests[-1].startswith(
+      f"fit forests: {len(PAIRS)}/{len(PAIRS)} pair, ")
+  assert any(re.fullmatch(
+      rf"fit: forests of {len(PAIRS)} distinct pairs in \d+\.\ds, \d+ "
+      r"batch\(es\); the first step compiles the training step", m)
+             for m in said)
 
 
 def test_resume_rebuilds_only_missing_and_never_reuses_stale(tmp_path,

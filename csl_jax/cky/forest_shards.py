@@ -21,6 +21,7 @@ from csl_jax.beam import file_urls
 from csl_jax.cky import forest as forest_lib
 from csl_jax.cky.grammar_arrays import QCFGArrays
 from csl_jax.errors import InputError
+from csl_jax.progress import progress
 
 FIELDS = ("node_offsets", "edge_offsets", "nodes", "edge_rule",
           "edge_parent", "edge_children")
@@ -74,6 +75,25 @@ def concatenate(batches: Sequence[forest_lib.ForestBatch]
         for k in FIELDS[2:]))
 
 
+def build_in_pieces(grammar: QCFGArrays, pairs, desc: str,
+                    pieces: int = 100) -> forest_lib.ForestBatch:
+  """The arrays of one `build_forests` call on `pairs` (no length bounds),
+  built `pieces` contiguous ranges at a time so that the build says how far
+  it is (`desc`: a line per 10% of the pairs in a log file)."""
+  if len(pairs) <= 1:
+    return forest_lib.build_forests(grammar, pairs, max_source_len=10**9,
+                                    max_target_len=10**9)[0]
+  bar = progress(total=len(pairs), desc=desc, unit="pair", mininterval=1.0)
+  batches = []
+  for lo, hi in shard_ranges(len(pairs), min(pieces, len(pairs))):
+    batches.append(forest_lib.build_forests(
+        grammar, pairs[lo:hi], max_source_len=10**9,
+        max_target_len=10**9)[0])
+    bar.update(hi - lo)
+  bar.close()
+  return concatenate(batches)
+
+
 def build_shard(grammar: QCFGArrays, pairs, shard: int, num_shards: int,
                 directory: str) -> str:
   """Builds and writes one shard of `pairs` (all of them, indexed by the
@@ -119,7 +139,7 @@ def build_sharded(grammar: QCFGArrays, pairs, num_shards: int,
     beam_forests.run(grammar, pairs, missing, num_shards, directory, runner,
                      pipeline_args)
   else:
-    for s in missing:
+    for s in progress(missing, desc="forest shards", unit="shard"):
       build_shard(grammar, pairs, s, num_shards, directory)
   return concatenate([load(shard_path(directory, s, num_shards))
                       for s in range(num_shards)])

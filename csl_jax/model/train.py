@@ -28,6 +28,7 @@ import optax
 
 from csl_jax import configs
 from csl_jax.cky import forest as forest_lib
+from csl_jax.cky import forest_shards
 from csl_jax.cky.grammar_arrays import encode_qcfg
 from csl_jax.errors import InputError
 from csl_jax.files import atomic_write_bytes
@@ -146,9 +147,8 @@ class Dataset:
     if forest_builder:
       self.forests = forest_builder(self.grammar, self.pairs, rules)
     else:
-      self.forests, _ = forest_lib.build_forests(
-          self.grammar, self.pairs, max_source_len=10**9,
-          max_target_len=10**9)
+      self.forests = forest_shards.build_in_pieces(
+          self.grammar, self.pairs, "fit forests")
     self.forest_seconds = time.time() - start
     derivable = np.diff(self.forests.node_offsets) > 0
     self.usable = np.flatnonzero(derivable)
@@ -307,14 +307,23 @@ def fit(rules: Sequence[Rule], pairs, config: FitConfig, max_nts: int = 4,
           "opt_state": flax.serialization.to_state_dict(opt_state),
           "step": step, "history": np.asarray(history, np.float64)}))
 
+  def finished(step):
+    # A checkpoint written when the run converged is final.
+    return (step > _main_start(config) and step % len(batches) == 0 and
+            _converged(epochs, config))
+
+  if step < config.num_steps and not finished(step):
+    # Compiling the step takes most of the time before the first one (14 s
+    # on COGS, where the forests take 1 s): said, not a silent wait.
+    logging.info("fit: forests of %d distinct pairs in %.1fs, %d batch(es);"
+                 " the first step compiles the training step",
+                 len(data.pairs), data.forest_seconds, len(batches))
   if step == 0 and config.num_restarts > 1:
     # Not checkpointed: a run killed in here starts again from step 0.
     params, opt_state, step = _restarts(rules, config, optimizer, batches,
                                         masks, use_mask, history, on_step,
                                         rule_class, num_shapes)
-  # A checkpoint written when the run converged is final.
-  done = (step > _main_start(config) and step % len(batches) == 0 and
-          _converged(epochs, config))
+  done = finished(step)
   # SIGTERM, or a first Ctrl-C, checkpoints the step reached and stops (the
   # restarts above are not checkpointed: there Ctrl-C stops at once).
   with StopRequest(interrupt=True, what="fit") as stop:
@@ -413,8 +422,8 @@ def average_log_likelihoods(
   """
   grammar = data.grammar
   pairs = _within_bounds(pairs, max_source_len, max_target_len, True, None)
-  batch, _ = forest_lib.build_forests(grammar, pairs, max_source_len=10**9,
-                                      max_target_len=10**9)
+  batch = forest_shards.build_in_pieces(grammar, pairs,
+                                        "log-likelihood forests")
   ok = [b for b in range(len(pairs))
         if batch.node_offsets[b + 1] > batch.node_offsets[b]]
   if not ok:
