@@ -128,12 +128,14 @@ class CSLModel:
                                self.ctx_index, inputs, k=k,
                                output_cfg=self.output_cfg, **kwargs)
 
-  def sample(self, num: int, config=None, use_output_cfg: bool = True):
+  def sample(self, num: int, config=None, use_output_cfg: bool = True,
+             progress: bool = False):
     """Synthetic pairs (`csl_jax.sampling.sampler.sample`). Sampling is
     built on the model, so it is imported here rather than at the top."""
     from csl_jax.sampling import sampler  # pylint: disable=g-import-not-at-top
     return sampler.sample(self, num, config or sampler.SampleConfig(),
-                          self.output_cfg if use_output_cfg else None)
+                          self.output_cfg if use_output_cfg else None,
+                          progress=progress)
 
   def params(self) -> Dict[str, np.ndarray]:
     return {"rule": self.rule_logits, "context": self.context_logits}

@@ -25,6 +25,7 @@ from typing import Dict, List, Set, Tuple
 from absl import logging
 import numpy as np
 
+from csl_jax import progress as progress_lib
 from csl_jax.errors import InputError
 from csl_jax.model.csl_model import CSLModel
 from csl_jax.sampling import intersection
@@ -86,13 +87,14 @@ class Prepared:
 
 
 def prepare(model: CSLModel, config: SampleConfig,
-            output_cfg=None) -> Prepared:
+            output_cfg=None, progress: bool = False) -> Prepared:
+  """`progress`: the intersection's (`intersection.build`)."""
   g = model.grammar
   p, leaf = rule_distributions(model, config)
   joint = None
   if output_cfg is not None and config.intersect:
     joint = intersection.build(model.rules, output_cfg, p, model.ctx_index,
-                               config.max_depth)
+                               config.max_depth, progress)
     output_cfg = None  # every output is valid by construction
   return Prepared(
       p, np.cumsum(p, axis=1), np.cumsum(leaf, axis=1),
@@ -102,10 +104,13 @@ def prepare(model: CSLModel, config: SampleConfig,
 
 
 def sample(model: CSLModel, num: int, config: SampleConfig,
-           output_cfg=None, prepared: Prepared = None) -> SampleResult:
+           output_cfg=None, prepared: Prepared = None,
+           progress: bool = False) -> SampleResult:
   """Draws `num` pairs (fewer if attempts run out: stats["num_short"] > 0,
   and a warning). `prepared`: `prepare(model, config, output_cfg)` made
-  for a config that differs at most in its seed."""
+  for a config that differs at most in its seed. `progress`: of the
+  intersection and of the pairs drawn (a round of `config.chunk` attempts
+  at a time), a line per tenth in a log file."""
   if (not isinstance(num, numbers.Integral) or isinstance(num, bool) or
       num < 1):
     raise InputError(f"the number of samples (--num) must be an integer "
@@ -113,7 +118,7 @@ def sample(model: CSLModel, num: int, config: SampleConfig,
   config.validate()  # Also for configs built around __post_init__.
   start = time.time()
   g = model.grammar
-  prepared = prepared or prepare(model, config, output_cfg)
+  prepared = prepared or prepare(model, config, output_cfg, progress)
   p, cdf, leaf_cdf = prepared.p, prepared.cdf, prepared.leaf_cdf
   num_nts = prepared.num_nts
   src_words, tgt_words = prepared.src_words, prepared.tgt_words
@@ -123,7 +128,9 @@ def sample(model: CSLModel, num: int, config: SampleConfig,
   seen: Set[Tuple[str, str]] = set()
   accepted: Dict[str, bool] = {}
   attempts = failed = rejected = duplicates = ambiguous = 0
-  round_ = 0
+  round_ = shown = 0
+  bar = progress_lib.progress(total=num, desc="sample", unit="pair",
+                              disable=not progress, mininterval=1.0)
   while len(pairs) < num and attempts < config.max_attempts_factor * num:
     want = min(config.chunk, config.max_attempts_factor * num - attempts,
                max(num - len(pairs), 1) * (2 if output_cfg or config.dedup
@@ -160,6 +167,9 @@ def sample(model: CSLModel, num: int, config: SampleConfig,
       depths.append(int(depth[b]))
     failed += int((~ok).sum()) - dropped
     ambiguous += dropped
+    bar.update(len(pairs) - shown)  # a round at a time
+    shown = len(pairs)
+  bar.close()
   num_short = num - len(pairs)
   if num_short:
     # Attempts ran out: say why, so a short file is never a surprise.

@@ -60,12 +60,13 @@ def shard_path(shard_dir: str, shard: int, num_shards: int) -> str:
                         f"samples-{shard:05d}-of-{num_shards:05d}.tsv")
 
 
-def prepare(model, config: SampleConfig, use_output_cfg: bool = True
-            ) -> sampler.Prepared:
+def prepare(model, config: SampleConfig, use_output_cfg: bool = True,
+            progress: bool = False) -> sampler.Prepared:
   """What every shard shares (the output-CFG intersection: seconds on
   COGS), built once per process."""
   return sampler.prepare(model, config,
-                         model.output_cfg if use_output_cfg else None)
+                         model.output_cfg if use_output_cfg else None,
+                         progress)
 
 
 def sample_shard(model, num: int, num_shards: int, shard: int,
@@ -89,11 +90,12 @@ def write_shard(shard_dir: str, shard: int, num_shards: int,
 
 def sample_sharded(model, num: int, num_shards: int, config: SampleConfig,
                    shard_dir: str, use_output_cfg: bool = True,
-                   on_shard: Optional[Callable[[int, dict], None]] = None
-                   ) -> int:
+                   on_shard: Optional[Callable[[int, dict], None]] = None,
+                   progress: bool = False) -> int:
   """The local runner: writes every shard's file; returns the number of
-  lines. `on_shard(shard, stats)` after each."""
-  prepared = prepare(model, config, use_output_cfg)
+  lines. `on_shard(shard, stats)` after each; `progress`: the
+  intersection's (the shards say theirs by `on_shard`)."""
+  prepared = prepare(model, config, use_output_cfg, progress)
   seen = set()
   total = 0
   for shard in range(num_shards):

@@ -3,8 +3,6 @@
 import os
 from typing import Any, Dict, Optional, Sequence
 
-from absl import logging
-
 import gin
 
 from csl_jax import configs
@@ -12,6 +10,7 @@ from csl_jax.beam import file_urls
 from csl_jax.data import tsv
 from csl_jax.errors import InputError
 from csl_jax.model.csl_model import CSLModel
+from csl_jax.progress import progress
 from csl_jax.sampling import sampler
 from csl_jax.sampling import shards as shards_lib
 
@@ -47,7 +46,7 @@ def sample(out_dir: str, model: str, num: int = 100_000,
                     shard_dir or out_dir)
   csl = CSLModel.load(model)
   os.makedirs(out_dir, exist_ok=True)
-  result = csl.sample(num, config, use_output_cfg)
+  result = csl.sample(num, config, use_output_cfg, progress=True)
   path = os.path.join(out_dir, "samples.tsv")
   tsv.write_tsv(path, result.pairs)
   summary = dict(model=os.fspath(model), num_requested=num,
@@ -73,14 +72,20 @@ def _sharded(out_dir: str, model: str, num: int, use_output_cfg: bool,
   if runner is None:
     csl = CSLModel.load(model)
     attempts = [0]
+    # A line per tenth of the shards (and a minute) with the time left, not
+    # one per shard.
+    bar = progress(total=num_shards, desc="sample shards", unit="shard",
+                   mininterval=1.0)
 
     def on_shard(shard, stats):
+      del shard
       attempts[0] += stats["num_attempts"]
-      logging.info("shard %d/%d: %d pairs", shard + 1, num_shards,
-                   stats["num_samples"])
+      bar.set_postfix(pairs=stats["num_samples"])
+      bar.update(1)
 
     shards_lib.sample_sharded(csl, num, num_shards, config, shard_dir,
-                              use_output_cfg, on_shard)
+                              use_output_cfg, on_shard, progress=True)
+    bar.close()
     summary["num_attempts"] = attempts[0]
   else:
     # pylint: disable=g-import-not-at-top
