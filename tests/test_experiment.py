@@ -723,6 +723,21 @@ def test_a_cells_exact_match_and_dev_scores_are_in_its_tensorboard(
       (r["selected_step"], pytest.approx(r["accuracy"]))]
 
 
+def test_a_cells_decoding_says_how_far_it_is(tiny, toy_data, tmp_path,  # pylint: disable=redefined-outer-name,unused-argument
+                                             monkeypatch, caplog):
+  """A cell's decoding was quiet (minutes on COGS's gen): a line per tenth
+  of its batches in a log file, named by the cell and part."""
+  from csl_jax import progress  # pylint: disable=g-import-not-at-top
+  monkeypatch.setenv(progress.ENV, "0")  # as in a log file
+  with caplog.at_level("INFO"):
+    _run(str(tmp_path / "exp"), toy_data, methods=[], decode_batch_size=4)
+  lines = [r.getMessage().split(",")[0] for r in caplog.records
+           if " decode " in r.getMessage()]
+  # 10 test rows, 4 a batch.
+  assert lines == [f"toy/original/seed_0 decode test: {k}/3 batch"
+                   for k in (1, 2, 3)]
+
+
 @pytest.mark.parametrize("kw,message", [
     ({"dev": "test"}, "is an eval part"),
     ({"dev": "nope"}, "has no nope part"),

@@ -235,9 +235,11 @@ def stage(cell: grid_lib.Cell, run_dir: str, synthetic: Optional[str],
     # Each part read once: decoded, and its gold outputs' perplexity.
     examples = {p: decode.split_examples(name, p, lengths)
                 for p in ctx.eval_parts}
+    # Minutes on COGS's gen part: a bar, or a line per tenth of the batches.
     rows = {p: decode.evaluate(model, params, name, p, lengths,
                                ctx.decode_batch_size, ctx.beam_size,
-                               examples=examples[p])[0]
+                               examples=examples[p], progress=True,
+                               desc=f"{cell.path} decode {p}")[0]
             for p in ctx.eval_parts}
     perplexities = {p: train_lib.perplexity(
         model, params, arrays.of_examples(examples[p]), lengths,

@@ -391,7 +391,8 @@ def run_cell(bundle: str, cell: str, progress: bool = False
     inputs = [data["inputs"].row(i)[:lengths["inputs"]] for i in range(n)]
     predicted[part] = arrays.Ragged.from_rows(decode.predict_ids(
         model, params, inputs, lengths["inputs"], lengths["targets"],
-        batch_size, spec["beam_size"]))
+        batch_size, spec["beam_size"], progress=progress,
+        desc=f"{cell} decode {part}"))
     parts[part] = {"num_examples": n, "perplexity": train_lib.perplexity(
         model, params, data, lengths, batch_size)}
   arrays.save(os.path.join(directory, PREDICTIONS_FILE), predicted)

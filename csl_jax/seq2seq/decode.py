@@ -238,9 +238,11 @@ def batch_rows(batch_size: int) -> int:
 
 def predict_ids(model, params, inputs: Sequence[Sequence[int]],
                 max_input_len: int, max_target_len: int, batch_size: int = 64,
-                beam_size: int = 1, progress: bool = False
-                ) -> List[List[int]]:
-  """Decoded ids (before EOS) of every input's ids, in input order.
+                beam_size: int = 1, progress: bool = False,
+                desc: str = "decode") -> List[List[int]]:
+  """Decoded ids (before EOS) of every input's ids, in input order;
+  with `progress`, a bar (a line per tenth of the batches in a log file)
+  named `desc`.
 
   Batches take the inputs longest first, so each holds inputs of similar
   length and its loop stops when its own outputs are done instead of when
@@ -254,7 +256,7 @@ def predict_ids(model, params, inputs: Sequence[Sequence[int]],
   rows = batch_rows(batch_size)
   out: List[List[int]] = [[] for _ in inputs]
   for start in progress_lib.progress(range(0, len(order), batch_size),
-                                     disable=not progress, desc="decode",
+                                     disable=not progress, desc=desc,
                                      unit="batch"):
     chunk = order[start:start + batch_size]
     batch = np.zeros((rows, max_input_len), np.int32)
@@ -285,7 +287,8 @@ def translate(model, params, vocabulary, texts: Sequence[str],
 
 def evaluate(model, params, task_name: str, split: str,
              feature_lengths: Dict[str, int], batch_size: int = 64,
-             beam_size: int = 1, examples=None, progress: bool = False
+             beam_size: int = 1, examples=None, progress: bool = False,
+             desc: str = "decode"
              ) -> Tuple[List[Tuple[str, str, str]], Dict[str, Any]]:
   """Decodes a split; returns (input, target, prediction) rows, metrics.
 
@@ -297,7 +300,7 @@ def evaluate(model, params, task_name: str, split: str,
   predicted = predict_ids(model, params, [ex["inputs"] for ex in examples],
                           feature_lengths["inputs"],
                           feature_lengths["targets"], batch_size, beam_size,
-                          progress)
+                          progress, desc)
   return score_predictions(task_name, examples, predicted)
 
 
