@@ -444,7 +444,7 @@ def test_bundle_pcfg_bt_reverse_model_then_cells(toy_experiment, tmp_path):  # p
 
 
 def test_arrays_trainer_trains_a_bundle_here_in_one_call(
-    toy_experiment, tmp_path, monkeypatch):  # pylint: disable=redefined-outer-name
+    toy_experiment, tmp_path, monkeypatch, caplog):  # pylint: disable=redefined-outer-name
   # pylint: disable=g-import-not-at-top
   from csl_jax.experiments import runner
   from csl_jax.seq2seq import train as train_lib
@@ -457,8 +457,15 @@ def test_arrays_trainer_trains_a_bundle_here_in_one_call(
     raise AssertionError("trained by the SeqIO trainer")
 
   monkeypatch.setattr(train_lib, "train", never)
-  first = runner.experiment(out, trainer="arrays", **kw)
+  with caplog.at_level("INFO"):
+    first = runner.experiment(out, trainer="arrays", **kw)
   assert "pending" not in first
+  # The fresh cell, exported and trained, is taken up, not "resumed".
+  cell_lines = [r.getMessage() for r in caplog.records
+                if r.getMessage().startswith("stage cell: ")]
+  assert not any("resum" in line for line in cell_lines)
+  assert any(line.startswith("stage cell: taking up the work it exported")
+             for line in cell_lines)
   assert [(r["data"], r["seed"], r["steps"]) for r in first["records"]] == [
       ("original", 0, 4)]
   with open(first["markdown"], encoding="utf-8") as f:

@@ -99,6 +99,46 @@ def test_interrupted_stage_keeps_its_resumable_files(tmp_path):
   assert seen == [True] and out["cached"] is False
 
 
+
+def test_a_stage_that_exported_its_work_is_taken_up_not_resumed(tmp_path,
+                                                                caplog):
+  """A stage whose run exported work (`errors.Pending`: a bundle cell of
+  the arrays trainer) was "resuming an interrupted run" when run again
+  for it; one cut short still is."""
+  from csl_jax.errors import Pending  # pylint: disable=g-import-not-at-top
+  d = str(tmp_path / "stage")
+
+  def export(directory):
+    raise Pending(directory)
+
+  def done(directory):
+    del directory
+    return {}
+
+  def said():
+    return [r.getMessage() for r in caplog.records
+            if r.getMessage().startswith("stage s: ")]
+
+  with pytest.raises(Pending):
+    cache.run_stage(base.Stage("s", [], {"x": 1}, export), d)
+  caplog.clear()  # what the runs before said, where INFO is on already
+  with caplog.at_level("INFO"):
+    cache.run_stage(base.Stage("s", [], {"x": 1}, done), d)
+  assert said()[0] == f"stage s: taking up the work it exported, in {d}"
+  assert not any("resum" in m for m in said())
+  caplog.clear()
+
+  def crash(directory):
+    del directory
+    raise KeyboardInterrupt
+
+  with pytest.raises(KeyboardInterrupt):
+    cache.run_stage(base.Stage("s", [], {"x": 2}, crash), d)
+  caplog.clear()
+  with caplog.at_level("INFO"):
+    cache.run_stage(base.Stage("s", [], {"x": 2}, done), d)
+  assert said()[0] == f"stage s: resuming an interrupted run in {d}"
+
 @pytest.mark.parametrize("url", [False, True])
 def test_missing_stage_input_is_an_input_error(tmp_path, url):
   # A URL (TensorFlow's in-memory file system here) as a local path: one

@@ -27,11 +27,15 @@ from typing import Any, Dict, Mapping, Optional, Sequence
 from absl import logging
 
 from csl_jax.errors import InputError
+from csl_jax.errors import Pending
 from csl_jax.files import atomic_write_json, file_sha256, read_json
 from csl_jax.methods.base import Stage
 
 KEY_FILE = "stage_key.json"
 SUMMARY_FILE = "summary.json"
+# In an unfinished stage's key: its run raised `errors.Pending` (its work
+# waits elsewhere), so a rerun takes it up rather than resumes.
+WAITING = "waiting"
 
 
 def file_hash(path: str) -> str:
@@ -130,6 +134,12 @@ def run_stage(stage: Stage, directory: str,
     logging.warning("stage %s: %s; redoing it in %s", stage.name,
                     damage or f"{SUMMARY_FILE} cannot be read", directory)
     shutil.rmtree(directory)
+  elif _same_key(old, record) and old.get(WAITING):
+    # Its last run exported work and stopped (`errors.Pending`), as the
+    # arrays trainer's cells do before `run-bundle` trains them: no run
+    # was interrupted.
+    logging.info("stage %s: taking up the work it exported, in %s",
+                 stage.name, directory)
   elif _same_key(old, record):
     logging.info("stage %s: resuming an interrupted run in %s", stage.name,
                  directory)
@@ -140,7 +150,12 @@ def run_stage(stage: Stage, directory: str,
   os.makedirs(directory, exist_ok=True)
   atomic_write_json(key_path, dict(record, complete=False))
   start = time.time()
-  summary = dict(stage.run(directory))
+  try:
+    summary = dict(stage.run(directory))
+  except Pending:
+    atomic_write_json(key_path, dict(record, complete=False,
+                                     **{WAITING: True}))
+    raise
   summary["seconds"] = round(time.time() - start, 3)
   summary["cached"] = False
   atomic_write_json(summary_path, summary)
