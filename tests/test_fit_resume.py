@@ -100,6 +100,41 @@ def test_killed_run_resumes_exactly(uninterrupted, tmp_path, kill):
   assert steps == list(range(start + 1, final + 1))
 
 
+def test_a_run_killed_in_its_restarts_says_it_starts_again(uninterrupted,
+                                                          tmp_path, caplog):
+  """Killed during the restarts (never checkpointed), the pipeline's rerun
+  said "resuming an interrupted run", then trained from step 0: it now says
+  so, and ends as the uninterrupted run."""
+  # pylint: disable=g-import-not-at-top
+  from csl_jax.methods import base
+  from csl_jax.pipeline import cache
+  # pylint: enable=g-import-not-at-top
+  _, reference, _ = uninterrupted
+  d = str(tmp_path / "fit")
+  kill, results = [True], []
+
+  def run(directory):
+    def on_step(step, loss):
+      del loss
+      if kill[0] and step == CONFIG.restart_steps - 1:
+        raise KeyboardInterrupt  # the process dies here
+    results.append(_fit(directory, on_step=on_step))
+    return {}
+
+  stage = base.Stage("fit", [], {}, run)
+  with pytest.raises(KeyboardInterrupt):
+    cache.run_stage(stage, d)
+  kill[0] = False
+  with caplog.at_level("INFO"):
+    cache.run_stage(stage, d)
+  said = [r.getMessage() for r in caplog.records]
+  assert not [m for m in said if "resum" in m]
+  assert (f"fit: no checkpoint at {os.path.join(d, 'ckpt.msgpack')}: "
+          f"starting at step 0 (a run stopped during its restarts, steps "
+          f"1-{CONFIG.restart_steps}, leaves none)") in said
+  _assert_same(results[0], reference)
+
+
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_ctrl_c_or_sigterm_checkpoints_the_step_reached(uninterrupted,
                                                        tmp_path, signum,

@@ -137,7 +137,8 @@ def test_a_stage_that_exported_its_work_is_taken_up_not_resumed(tmp_path,
   caplog.clear()
   with caplog.at_level("INFO"):
     cache.run_stage(base.Stage("s", [], {"x": 2}, done), d)
-  assert said()[0] == f"stage s: resuming an interrupted run in {d}"
+  assert said()[0] == (f"stage s: an interrupted run in {d}; running it "
+                       "again there, on what it saved")
 
 @pytest.mark.parametrize("url", [False, True])
 def test_missing_stage_input_is_an_input_error(tmp_path, url):

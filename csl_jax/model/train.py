@@ -287,6 +287,13 @@ def fit(rules: Sequence[Rule], pairs, config: FitConfig, max_nts: int = 4,
       # Another grammar, data or config: its parameters are not this fit's.
       logging.warning("ignoring %s: written for other rules, data or "
                       "config; starting afresh", checkpoint)
+  elif checkpoint:
+    # Said, not left to the stage cache's "resuming": a run killed during
+    # the restarts (never checkpointed) is redone from step 0 here.
+    logging.info("fit: no checkpoint at %s: starting at step 0%s",
+                 checkpoint, f" (a run stopped during its restarts, steps "
+                 f"1-{_main_start(config)}, leaves none)"
+                 if config.num_restarts > 1 else "")
 
   use_mask = config.batch_rule_normalizer
   train_step = functools.partial(

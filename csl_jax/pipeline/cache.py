@@ -141,8 +141,10 @@ def run_stage(stage: Stage, directory: str,
     logging.info("stage %s: taking up the work it exported, in %s",
                  stage.name, directory)
   elif _same_key(old, record):
-    logging.info("stage %s: resuming an interrupted run in %s", stage.name,
-                 directory)
+    # Not "resuming": what it takes up (a checkpoint, or nothing when it was
+    # killed before its first) is the stage's own to say.
+    logging.info("stage %s: an interrupted run in %s; running it again "
+                 "there, on what it saved", stage.name, directory)
   elif os.path.isdir(directory):
     if old is not None:
       logging.info("stage %s: inputs or config changed, redoing", stage.name)
