@@ -12,6 +12,7 @@ so far; per minute when the total is unknown; and one when it closes.
       ...
     bar = progress(total=steps, desc="fit", unit="step")
     bar.update(1); bar.set_postfix(loss=0.5); bar.close()
+    progress(total=n, delay=5.0)  # nothing at all if done within 5 s
     for step in progress(range(start, steps), total=steps, initial=start):
       ...  # a resumed run's count
 """
@@ -67,6 +68,10 @@ class _LoggedProgress(tqdm.tqdm):
     self._count = self._logged = self._initial = kwargs.get("initial") or 0
     self._start = self._last_log = time.time()
     self._closed = False
+    # tqdm's `delay`: quiet for its first seconds, so a piece of work that
+    # is usually quick (a build of 1 s) logs nothing unless it is slow.
+    self._delay = kwargs.get("delay") or 0.0
+    self._said = False
 
   def __iter__(self):
     for item in self.iterable:
@@ -77,6 +82,8 @@ class _LoggedProgress(tqdm.tqdm):
   def update(self, n=1):
     self._count += n
     now = time.time()
+    if now - self._start < self._delay:
+      return True
     if self.total and logs_at(self._count, self.total, self._count - n):
       self._log(now)
     elif now - self._last_log >= LOG_EVERY_SECONDS:
@@ -96,7 +103,7 @@ class _LoggedProgress(tqdm.tqdm):
     return f", ETA {text}"
 
   def _log(self, now: float) -> None:
-    self._last_log, self._logged = now, self._count
+    self._last_log, self._logged, self._said = now, self._count, True
     of = f"/{self.total:g}" if self.total else ""
     extra = f" ({self.postfix})" if self.postfix else ""
     logging.info("%s: %d%s %s, %.0fs%s%s", self.desc or "progress",
@@ -106,8 +113,10 @@ class _LoggedProgress(tqdm.tqdm):
   def close(self):
     if not self._closed:
       self._closed = True
-      if self._count != self._logged:
-        self._log(time.time())  # The final count, unless just logged.
+      now = time.time()
+      quiet = not self._said and now - self._start < self._delay
+      if self._count != self._logged and not quiet:
+        self._log(now)  # The final count, unless just logged.
     super().close()
 
 

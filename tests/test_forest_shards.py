@@ -63,6 +63,7 @@ def test_forests_built_in_pieces_equal_one_build_and_say_how_far(
     monkeypatch, caplog, pieces):
   from csl_jax import progress  # pylint: disable=g-import-not-at-top
   monkeypatch.setenv(progress.ENV, "0")  # as in a log file
+  monkeypatch.setattr(forest_shards, "PROGRESS_DELAY", 0.0)  # a slow build
   grammar = encode_qcfg(RULES, MAX_NTS)
   whole, _ = forest_lib.build_forests(grammar, PAIRS, max_source_len=10**9,
                                       max_target_len=10**9)
@@ -75,6 +76,13 @@ def test_forests_built_in_pieces_equal_one_build_and_say_how_far(
   # A line per tenth of the pairs, where the pieces are that fine.
   assert lines[-1] == f"forests: {n}/{n} pair"
   assert len(lines) == min(pieces, 10)
+  # A quick one (under PROGRESS_DELAY seconds) says nothing.
+  monkeypatch.setattr(forest_shards, "PROGRESS_DELAY", 60.0)
+  caplog.clear()
+  with caplog.at_level("INFO"):
+    forest_shards.build_in_pieces(grammar, PAIRS, "forests", pieces)
+  assert not [r for r in caplog.records
+              if r.getMessage().startswith("forests:")]
 
 
 def test_the_fit_says_how_far_its_forests_are_and_what_comes_next(
@@ -84,6 +92,7 @@ def test_the_fit_says_how_far_its_forests_are_and_what_comes_next(
   compiles (most of the wait on COGS)."""
   from csl_jax import progress  # pylint: disable=g-import-not-at-top
   monkeypatch.setenv(progress.ENV, "0")
+  monkeypatch.setattr(forest_shards, "PROGRESS_DELAY", 0.0)  # a slow build
   config = train.FitConfig(num_states=2, batch_size=26, num_restarts=1,
                            num_steps=2)
   with caplog.at_level("INFO"):

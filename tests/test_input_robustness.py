@@ -457,6 +457,28 @@ def test_progress_logs_when_stderr_is_not_a_terminal(monkeypatch, caplog):
                     progress_lib._LoggedProgress)
 
 
+def test_a_delayed_progress_is_quiet_unless_slow(monkeypatch, caplog):
+  """`delay` (tqdm's): a quick piece of work (COGS's forests, 1 s) logs
+  nothing; a slow one its tenths once the delay is past."""
+  monkeypatch.setenv(progress_lib.ENV, "0")
+  clock = [1000.0]
+  monkeypatch.setattr(progress_lib.time, "time", lambda: clock[0])
+
+  def run(seconds_each):
+    caplog.clear()
+    with caplog.at_level(py_logging.INFO):
+      bar = progress_lib.progress(total=10, desc="build", delay=5.0)
+      for _ in range(10):
+        clock[0] += seconds_each
+        bar.update(1)
+      bar.close()
+    return [r.getMessage().split(",")[0] for r in caplog.records
+            if r.getMessage().startswith("build:")]
+
+  assert not run(0.1)
+  assert run(1.0) == [f"build: {k}/10 it" for k in range(5, 11)]
+
+
 def test_scripts_say_a_missing_file_in_one_line(tmp_path, capsys):
   """`errors.run_script`, the entry of every script under benchmarks/ and
   scripts/: a missing file or an InputError is one line and exit 2; what

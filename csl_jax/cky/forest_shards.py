@@ -75,15 +75,22 @@ def concatenate(batches: Sequence[forest_lib.ForestBatch]
         for k in FIELDS[2:]))
 
 
+# Seconds a forest build is quiet: COGS's takes 1 s, and ten lines for it
+# would be noise.
+PROGRESS_DELAY = 5.0
+
+
 def build_in_pieces(grammar: QCFGArrays, pairs, desc: str,
                     pieces: int = 100) -> forest_lib.ForestBatch:
   """The arrays of one `build_forests` call on `pairs` (no length bounds),
-  built `pieces` contiguous ranges at a time so that the build says how far
-  it is (`desc`: a line per 10% of the pairs in a log file)."""
+  built `pieces` contiguous ranges at a time so that a long build says how
+  far it is (`desc`: past PROGRESS_DELAY seconds, a line per 10% of the
+  pairs in a log file)."""
   if len(pairs) <= 1:
     return forest_lib.build_forests(grammar, pairs, max_source_len=10**9,
                                     max_target_len=10**9)[0]
-  bar = progress(total=len(pairs), desc=desc, unit="pair", mininterval=1.0)
+  bar = progress(total=len(pairs), desc=desc, unit="pair", mininterval=1.0,
+                 delay=PROGRESS_DELAY)
   batches = []
   for lo, hi in shard_ranges(len(pairs), min(pieces, len(pairs))):
     batches.append(forest_lib.build_forests(
