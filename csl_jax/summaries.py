@@ -20,12 +20,14 @@ FLUSH_SECONDS = 5.0
 class TensorBoardWriter:
   """TensorBoard scalars under `directory`; a no-op when it is None/empty."""
 
-  def __init__(self, directory: Optional[str], start_step: int = 0):
-    """`start_step` > 0: a run resumed from that step's checkpoint. A
-    SessionLog START at the step after it tells TensorBoard to drop what an
-    earlier process wrote from there on (the steps a kill lost since the
-    checkpoint, trained again now), as tf.summary's writers do on a
-    restart."""
+  def __init__(self, directory: Optional[str],
+               start_step: Optional[int] = None):
+    """`start_step`: a training run that starts (or resumed) at that step
+    (0: from scratch). A SessionLog START at the step after it tells
+    TensorBoard to drop what an earlier process wrote from there on (the
+    steps a kill lost since the checkpoint, or since step 0 before any,
+    trained again now), as tf.summary's writers do on a restart. None: a
+    writer that adds to a run's scalars (scores of a finished training)."""
     self._writer = None
     self._flushed = time.time()
     if directory:
@@ -43,7 +45,7 @@ class TensorBoardWriter:
       self._writer = record_writer.RecordWriter(open(path, "wb"))
       self._write(event_pb2.Event(wall_time=time.time(),
                                   file_version="brain.Event:2"))
-      if start_step:
+      if start_step is not None:
         self._write(event_pb2.Event(
             wall_time=time.time(), step=int(start_step) + 1,
             session_log=event_pb2.SessionLog(

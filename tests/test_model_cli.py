@@ -152,3 +152,54 @@ def test_semi_supervised_refit_labels_unlabeled_inputs(tmp_path):
                         "look twice twice\tLOOK LOOK LOOK LOOK\n")
   # The refit saw 3 copies of each: twice under twice is now likely.
   assert _summary(model)["num_examples"] == len(_train()) + 6
+
+
+def test_a_fit_killed_in_its_restarts_leaves_one_curve(tmp_path,
+                                                      monkeypatch):
+  """Killed during its restarts, a fit's rerun starts at step 0 and writes
+  its scalars again: TensorBoard (its own reader) shows the rerun's curve
+  alone, as an uninterrupted run's, not both."""
+  # pylint: disable=g-import-not-at-top
+  from tensorboard.backend.event_processing import event_accumulator
+  from csl_jax import summaries
+  from csl_jax.methods.csl import fit as fit_lib
+  from csl_jax.model import train as train_lib
+  # pylint: enable=g-import-not-at-top
+  monkeypatch.setattr(summaries, "FLUSH_SECONDS", 0.0)  # all on disk
+  grammar = tmp_path / "g.qcfg"
+  grammar.write_text(GRAMMAR)
+  data = write_pairs(tmp_path / "train.tsv", _train())
+  config = train_lib.FitConfig(learning_rate=0.1, num_steps=30,
+                               num_restarts=2, restart_steps=12,
+                               checkpoint_every=5)
+
+  def curve(out):
+    acc = event_accumulator.EventAccumulator(
+        os.path.join(out, "tensorboard"))
+    acc.Reload()
+    return [(e.step, e.value) for e in acc.Scalars("train/neg_log_p_xy")]
+
+  fit_lib.fit(str(tmp_path / "whole"), str(grammar), data, config=config,
+              summary_every=2)
+  real = train_lib.fit
+
+  def killed(*args, **kw):
+    def on_step(step, loss):
+      args[5](step, loss)
+      if step == 9:  # in the restarts, after scalars of steps 1-8
+        raise KeyboardInterrupt
+    return real(*args[:5], on_step, **kw)
+
+  out = str(tmp_path / "killed")
+  monkeypatch.setattr(train_lib, "fit", killed)
+  with pytest.raises(KeyboardInterrupt):
+    fit_lib.fit(out, str(grammar), data, config=config, summary_every=2)
+  assert [s for s, _ in curve(out)] == [1, 2, 4, 6, 8]
+  monkeypatch.setattr(train_lib, "fit", real)
+  # The rerun is another process, later: its event file sorts after the
+  # killed run's, as TensorBoard reads them (not by chance, as within one
+  # second here).
+  now = summaries.time.time
+  monkeypatch.setattr(summaries.time, "time", lambda: now() + 60.0)
+  fit_lib.fit(out, str(grammar), data, config=config, summary_every=2)
+  assert curve(out) == curve(str(tmp_path / "whole"))

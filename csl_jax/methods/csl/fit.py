@@ -121,20 +121,32 @@ def fit(out_dir: str, grammar: str, train_data: str,
   summary: Dict[str, Any] = {"num_skipped_too_long": num_too_long}
   if outside_cfg is not None:
     summary["num_outside_output_cfg"] = outside_cfg
-  writer = TensorBoardWriter(os.path.join(out_dir, "tensorboard")
-                             if tensorboard else None)
+  board = os.path.join(out_dir, "tensorboard") if tensorboard else None
+  # Made at the fit's first step, where it knows where it starts: a rerun's
+  # writer then drops the scalars a killed run wrote past its checkpoint
+  # (all of them, killed in the restarts), which it writes again.
+  writers: List[TensorBoardWriter] = []
+
+  def writer(start_step=None) -> TensorBoardWriter:
+    if not writers:
+      writers.append(TensorBoardWriter(board, start_step))
+    return writers[0]
+
   bar = progress(total=config.num_steps, desc="fit", unit="step",
                   mininterval=1.0)
   last = [0]  # the step the bar counts up to: a resumed fit starts later
+  refit = [False]  # the refit's steps count from 1 again: nothing to drop
 
   def on_step(step, loss):
     if step - 1 > last[0]:  # resumed from a checkpoint of step - 1
       start_at(bar, step - 1)
+    if not writers and not refit[0]:
+      writer(step - 1)
     bar.update(1)
     last[0] = step
     if step % summary_every == 0 or step == 1:
       bar.set_postfix(loss=f"{loss:.4f}")
-      writer.scalar("train/neg_log_p_xy", loss, step)
+      writer().scalar("train/neg_log_p_xy", loss, step)
 
   lengths = dict(max_source_len=max_source_len, max_target_len=max_target_len)
   builder = None
@@ -167,6 +179,7 @@ def fit(out_dir: str, grammar: str, train_data: str,
     bar = progress(total=config.num_steps, desc="refit", unit="step",
                    mininterval=1.0)
     last[0] = 0
+    refit[0] = True
     pairs = pairs + labeled * unlabeled_copies
     # Pseudo-labels over the bounds are dropped (and counted), not fatal.
     params, history, data = train.fit(
@@ -189,7 +202,7 @@ def fit(out_dir: str, grammar: str, train_data: str,
       train_log_p_xy=figures["log_p_xy"],
       train_log_p_y_given_x=figures["log_p_y_given_x"])
   step = len(history)
-  writer.scalar("train/log_p_y_given_x", figures["log_p_y_given_x"], step)
+  writer().scalar("train/log_p_y_given_x", figures["log_p_y_given_x"], step)
   if held is not None:
     figures = train.average_log_likelihoods(params, rules, data, held,
                                             config.max_unary, **lengths)
@@ -197,7 +210,8 @@ def fit(out_dir: str, grammar: str, train_data: str,
                    eval_log_p_xy=figures["log_p_xy"],
                    eval_log_p_y_given_x=figures["log_p_y_given_x"],
                    eval_num_derivable=figures["num_derivable"])
-    writer.scalar("eval/log_p_y_given_x", figures["log_p_y_given_x"], step)
-  writer.close()
+    writer().scalar("eval/log_p_y_given_x", figures["log_p_y_given_x"],
+                    step)
+  writer().close()
   logging.info("fit: %d steps, loss %.4f", len(history), history[-1][1])
   return dict(summary)
