@@ -1,0 +1,103 @@
+"""Bad inputs found by a pass over every input kind and flag (session 50):
+each is one `csl-jax: error:` line naming the file (and line), exit 2, or,
+where data would change, said rather than dropped. Cases too slow for this
+file (a training) live beside their command's tests."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from csl_jax.cli import main as cli
+from csl_jax.errors import InputError
+from csl_jax.model.csl_model import CSLModel
+from csl_jax.testing.models import TOY_RULES, random_model
+
+pytestmark = pytest.mark.usefixtures("clear_gin")  # tests/conftest.py
+
+
+def _error(capsys) -> str:
+  """The one stderr line of a refused command."""
+  lines = [l for l in capsys.readouterr().err.splitlines()
+           if l.startswith("csl-jax: error:") or "Traceback" in l]
+  assert len(lines) == 1, lines
+  return lines[0]
+
+
+# ------------------------------------------------------- a model directory --
+
+def _model(tmp_path) -> str:
+  directory = str(tmp_path / "model")
+  random_model(TOY_RULES, seed=3).save(directory)
+  return directory
+
+
+def _save_params(directory, **arrays):
+  with np.load(os.path.join(directory, "params.npz")) as params:
+    kept = {k: params[k] for k in params.files}
+  kept.update(arrays)
+  np.savez(os.path.join(directory, "params.npz"),
+           **{k: v for k, v in kept.items() if v is not None})
+
+
+def _edit_meta(directory, **fields):
+  path = os.path.join(directory, "model.json")
+  with open(path) as f:
+    meta = json.load(f)
+  meta.update(fields)
+  with open(path, "w") as f:
+    json.dump(meta, f)
+
+
+@pytest.mark.parametrize("damage, fragment", [
+    (lambda d: open(os.path.join(d, "params.npz"), "wb").close(),
+     "params.npz: not a readable .npz file"),
+    (lambda d: open(os.path.join(d, "params.npz"), "wb").write(b"junk"),
+     "params.npz: not a readable .npz file"),
+    (lambda d: _save_params(d, context=None), "params.npz: no array 'context'"),
+    (lambda d: _save_params(d, rule=np.full((2, 4), np.nan, np.float32)),
+     "params.npz: array 'rule' has NaN or infinite values"),
+    (lambda d: _save_params(d, rule=np.zeros((2, 4, 1), np.float32)),
+     "params.npz: array 'rule' must be a 2-d float array"),
+    (lambda d: _save_params(d, rule=np.array(["a", "b"])),
+     "params.npz: array 'rule' must be a 2-d float array"),
+    (lambda d: _save_params(d, context=np.zeros((6, 3), np.float32)),
+     "params.npz: arrays 'rule' (2, 4) and 'context' (6, 3) do not have "
+     "num_states = 2"),
+    (lambda d: open(os.path.join(d, "model.json"), "w").write("[1]"),
+     "model.json: expected a JSON object"),
+    (lambda d: _edit_meta(d, num_states="2"),
+     "model.json: num_states must be an integer >= 1, got '2'"),
+    (lambda d: _edit_meta(d, num_states=3),
+     "do not have num_states = 3"),
+    (lambda d: _edit_meta(d, output_cfg=True),
+     "has an output CFG (model.json) but no output.cfg"),
+])
+def test_a_damaged_model_directory_is_one_line(tmp_path, capsys, damage,
+                                               fragment):
+  """Before: tracebacks (EOFError, KeyError, numpy broadcasting, the
+  sampler's NaN check) or, for num_states and output_cfg, silently
+  accepted."""
+  model = _model(tmp_path)
+  damage(model)
+  data = tmp_path / "d.tsv"
+  data.write_text("walk twice\tW W\n")
+  assert cli.main(["parse", "--model", model, "--data", str(data),
+                   "--out", str(tmp_path / "p")]) == 2
+  assert fragment in _error(capsys)
+
+
+def test_a_reordered_grammar_is_refused(tmp_path):
+  """The parameters are per rule in grammar.qcfg's order: two rules swapped
+  paired every parameter with another rule, silently."""
+  model = _model(tmp_path)
+  path = os.path.join(model, "grammar.qcfg")
+  with open(path) as f:
+    lines = f.read().splitlines(True)
+  lines[0], lines[1] = lines[1], lines[0]
+  with open(path, "w") as f:
+    f.write("".join(lines))
+  with pytest.raises(InputError, match="grammar.qcfg: not the grammar these "
+                     "parameters were fitted on"):
+    CSLModel.load(model)
