@@ -101,3 +101,26 @@ def test_a_reordered_grammar_is_refused(tmp_path):
   with pytest.raises(InputError, match="grammar.qcfg: not the grammar these "
                      "parameters were fitted on"):
     CSLModel.load(model)
+
+
+# ------------------------------------------------------- --out of another --
+
+def test_out_of_another_command_is_refused(tmp_path, capsys):
+  """`parse --model M --out M` (sample, decode alike) replaced the fit's
+  summary.json without a word; the same command again still runs."""
+  model = _model(tmp_path)
+  with open(os.path.join(model, "summary.json"), "w") as f:
+    json.dump({"command": "csl-jax fit --grammar g --train t --out m"}, f)
+  data = tmp_path / "d.tsv"
+  data.write_text("walk twice\tW W\n")
+  assert cli.main(["parse", "--model", model, "--data", str(data),
+                   "--out", model]) == 2
+  assert _error(capsys).endswith(
+      "summary.json: holds the summary of `csl-jax fit`, which this "
+      "`csl-jax parse` would overwrite: give --out another directory")
+  with open(os.path.join(model, "summary.json")) as f:
+    assert json.load(f)["command"].startswith("csl-jax fit")
+  parsed = str(tmp_path / "parsed")
+  for _ in range(2):  # a rerun into its own directory
+    assert cli.main(["parse", "--model", model, "--data", str(data),
+                     "--out", parsed]) == 0

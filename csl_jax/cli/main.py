@@ -7,6 +7,7 @@ Configuration is T5X style: `--gin_file=F` (repeatable) and
 import argparse
 import errno
 import gc
+import json
 import os
 import re
 import sys
@@ -125,6 +126,27 @@ def _check_out(path: str) -> None:
     raise InputError("--out is not writable (permission denied)", path)
 
 
+def _check_out_owner(path: str, subcommand: str) -> None:
+  """--out must not be another command's directory: its summary.json (and
+  files such as predictions.tsv) would be overwritten without a word, e.g.
+  `parse --model M --out M` replaced the fit's summary. The same command
+  again (a rerun, a resume) is fine."""
+  summary = os.path.join(path, "summary.json")
+  if not os.path.isfile(summary):
+    return
+  try:
+    with open(summary, encoding="utf-8") as f:
+      command = json.load(f).get("command", "")
+  except (OSError, ValueError, AttributeError):
+    return  # not ours to judge
+  words = command.split() if isinstance(command, str) else []
+  if len(words) < 2 or words[0] != "csl-jax" or words[1] == subcommand:
+    return
+  raise InputError(f"holds the summary of `csl-jax {words[1]}`, which this "
+                   f"`csl-jax {subcommand}` would overwrite: give --out "
+                   "another directory", summary)
+
+
 def _gin_roots():
   """Where gin looks for a file given by a relative path (and its
   includes): the working directory, then the checkout's root."""
@@ -231,6 +253,7 @@ def main(argv: Optional[List[str]] = None, *,
     compile_cache.enable()
     allocator.keep_freed_memory()
     if getattr(args, "out", None) and args.subcommand != "vocab":  # a prefix
+      _check_out_owner(args.out, args.subcommand)
       _check_out(args.out)
     if hasattr(module, "register_configurables"):
       module.register_configurables()
