@@ -124,3 +124,26 @@ def test_out_of_another_command_is_refused(tmp_path, capsys):
   for _ in range(2):  # a rerun into its own directory
     assert cli.main(["parse", "--model", model, "--data", str(data),
                      "--out", parsed]) == 0
+
+
+# ------------------------------------------------------------ output CFGs --
+
+def test_cfg_inline_comment_is_said(caplog):
+  """`C -> Walk | Look # note` read `#` and `note` as terminals: `Look`
+  alone left the language, and induce took it without a word. A warning
+  naming file and line (an error with `strict`), as for a misspelt
+  category; quoted, `"#"` is meant."""
+  from csl_jax.qcfg import output_cfg  # pylint: disable=g-import-not-at-top
+  text = "S -> A\nA -> x | y # note\n"
+  with caplog.at_level("WARNING"):
+    cfg = output_cfg.parse_output_cfg(text, "g.cfg")
+  assert [r.getMessage() for r in caplog.records] == [
+      "g.cfg:2: terminal '#' after a production: a comment is a line of its "
+      "own, so it and what follows are symbols (quote it, \"#\", if it is "
+      "meant as a terminal)"]
+  assert cfg.terminals == ("x", "y", "#", "note")
+  with pytest.raises(InputError, match=r"^g.cfg:2: terminal '#' after"):
+    output_cfg.parse_output_cfg(text, "g.cfg", strict=True)
+  caplog.clear()
+  output_cfg.parse_output_cfg('S -> "#" x | "#y"\n')
+  assert not caplog.records

@@ -8,7 +8,8 @@ Text format, one production per line:
 
 * `CAT -> sym sym ...`; symbols are separated by whitespace.
 * A line whose first non-blank character is `#` is a comment; blank lines are
-  ignored.
+  ignored. An unquoted terminal starting with `#` later in a line (a
+  comment where there is none) is warned about as a misspelt category is.
 * A symbol is a category (nonterminal) iff it is the LHS of some production.
 * `"..."` is always a terminal; the quotes are stripped. Quote a terminal that
   equals a category name, `->`, `|`, or starts with `"` (the terminal `"` is
@@ -350,6 +351,15 @@ def suspicious_terminals(rules, start: Optional[str] = None
     for token in (t for alt in alternatives for t in alt):
       if token in reported or token in categories:
         continue  # A category, or already reported.
+      if token.startswith("#"):
+        # `A -> x | y # note` reads `#` and `note` as terminals (a comment
+        # is a line of its own): `y` alone leaves the language.
+        found.append((number, (
+            f"terminal {token!r} after a production: a comment is a line of "
+            f"its own, so it and what follows are symbols (quote it, "
+            f"\"{token}\", if it is meant as a terminal)")))
+        reported.add(token)
+        continue
       if token.startswith('"') or len(token) < 2:
         continue  # Quoted: explicitly a terminal.
       for c in categories:
