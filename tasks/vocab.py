@@ -77,6 +77,9 @@ with gin.config.interactive_mode():
     return _make(SENTENCEPIECE, path, extra_ids)
 
 
+_SPM_MAX_SENTENCE_LENGTH = 4192  # SentencePiece's default, in bytes
+
+
 def _tsv_fields(tsv_paths: Iterable[str]):
   for path in tsv_paths:
     with tf.io.gfile.GFile(path, "r") as f:
@@ -109,10 +112,19 @@ def train_sentencepiece(tsv_paths: Union[str, Iterable[str]],
   tsv_paths = [os.fspath(p) for p in tsv_paths]
   # seqio assumes pad=0, eos=1, unk=2 and no bos; identity normalization
   # keeps decoded programs byte-identical to the data.
+  # SentencePiece skips a sentence longer than max_sentence_length bytes
+  # (default 4,192) without a word: a long line's words would be left out
+  # of the vocabulary (unknown at training and decoding). Longest field:
+  # the bound, set only where needed (the option is written into the model,
+  # and experiments key their cells by its bytes).
+  longest = max((len(f.encode("utf-8")) for f in _tsv_fields(tsv_paths)),
+                default=0)
   options = dict(model_type="unigram", character_coverage=1.0,
                  hard_vocab_limit=False, pad_id=0, eos_id=1, unk_id=2,
                  bos_id=-1, normalization_rule_name="identity",
                  minloglevel=2)
+  if longest >= _SPM_MAX_SENTENCE_LENGTH:
+    options["max_sentence_length"] = longest + 1
   options.update(trainer_options)
   model = io.BytesIO()
   spm.SentencePieceTrainer.train(sentence_iterator=_tsv_fields(tsv_paths),

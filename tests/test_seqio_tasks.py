@@ -317,6 +317,21 @@ def test_cli_vocab_word_model_gives_one_piece_per_word(tmp_path):
                    "--out", prefix]) == 2
 
 
+def test_cli_vocab_keeps_the_words_of_a_long_line(tmp_path):
+  """SentencePiece skipped a line over 4,192 bytes without a word: its
+  words were left out of the vocabulary (unknown to the model)."""
+  import json  # pylint: disable=g-import-not-at-top
+  from csl_jax.cli import main as cli  # pylint: disable=g-import-not-at-top
+  long_input = " ".join(f"w{i}" for i in range(1500))  # ~8,300 bytes
+  train = str(write_pairs(tmp_path / "train.tsv",
+                          [("walk", "I_WALK"), (long_input, "I_X")]))
+  prefix = str(tmp_path / "words")
+  assert cli.main(["vocab", "--tsv", train, "--out", prefix,
+                   "--model_type", "word", "--vocab_size", "4000"]) == 0
+  record = json.loads((tmp_path / "words.json").read_text())
+  assert record["vocab_size"] == 1500 + 3 + 3  # + walk I_WALK I_X
+
+
 def test_exact_match_and_strip_text():
   assert metrics.strip_text(b" I_JUMP  I_WALK\n") == "I_JUMP I_WALK"
   assert metrics.strip_text("a\tb", example={}, is_target=True) == "a b"
