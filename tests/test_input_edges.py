@@ -147,3 +147,51 @@ def test_cfg_inline_comment_is_said(caplog):
   caplog.clear()
   output_cfg.parse_output_cfg('S -> "#" x | "#y"\n')
   assert not caplog.records
+
+
+# ------------------------------------------------- data directories (tsv) --
+
+def _tsv_dir(tmp_path, name="data"):
+  directory = tmp_path / name
+  directory.mkdir()
+  (directory / "train.tsv").write_text("walk\tI_WALK\nlook\tI_LOOK\n"
+                                       "run\tI_RUN\njump\tI_JUMP\n")
+  return directory
+
+
+@pytest.mark.parametrize("make", [
+    lambda p: p.mkdir(),  # a directory named test.tsv
+    lambda p: os.symlink(str(p) + ".gone", str(p)),  # a broken link
+])
+def test_tsv_part_that_is_not_a_file_is_named(tmp_path, capsys, make):
+  """`--dataset tsv`: a test.tsv that is a directory or a broken link was
+  left out without a word (the run had no test part)."""
+  data = _tsv_dir(tmp_path)
+  make(data / "test.tsv")
+  assert cli.main(["augment", "--out", str(tmp_path / "run"), "--dataset",
+                   "tsv", "--data_dir", str(data), "--method", "geca"]) == 2
+  assert f"{data / 'test.tsv'}: " in _error(capsys)
+
+
+def test_data_dir_that_is_a_file_says_so(tmp_path, capsys):
+  (tmp_path / "f").write_text("x\n")
+  assert cli.main(["augment", "--out", str(tmp_path / "run"), "--dataset",
+                   "tsv", "--data_dir", str(tmp_path / "f"), "--method",
+                   "geca"]) == 2
+  assert _error(capsys).endswith("f: is a file, not a data directory")
+
+
+def test_difficulty_refuses_a_negative_seed_and_a_part_directory(
+    tmp_path, capsys):
+  """Before: numpy's ValueError and an IsADirectoryError half-way through
+  the subsets, as tracebacks."""
+  data = _tsv_dir(tmp_path)
+  args = ["difficulty", "--data_dir", str(data), "--score", "length",
+          "--quantiles", "2"]
+  assert cli.main(args + ["--out", str(tmp_path / "a"), "--seed", "-1"]) == 2
+  assert "seed (--seed) must be >= 0, got -1" in _error(capsys)
+  (data / "test.tsv").mkdir()
+  assert cli.main(args + ["--out", str(tmp_path / "b")]) == 2
+  assert f"{data / 'test.tsv'}: is a directory or a broken link" in _error(
+      capsys)
+  assert not os.path.exists(tmp_path / "b" / "q0")  # refused before work

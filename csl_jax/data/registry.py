@@ -118,7 +118,7 @@ def prepare(out_dir: str, dataset: str, split: Optional[str] = None,
       raise InputError(f"{dataset} needs --data_dir (the directory of its "
                        "files; see ../shared/data/README.md)")
     if not os.path.isdir(data_dir):
-      raise InputError("no such data directory", data_dir)
+      raise InputError(not_a_data_directory(data_dir), data_dir)
   parts = spec.load(split, data_dir, options)
   summary: Dict[str, Any] = {"dataset": dataset, "split": split}
   if data_dir:  # names the data where no split does (`tsv`)
@@ -247,29 +247,40 @@ add(Dataset("geoquery", geoquery.SPLITS, "standard", True, _geoquery_load,
             _geoquery_sources, output_cfg="tasks/geoquery/funql.cfg"))
 
 
+def not_a_data_directory(path: str) -> str:
+  """Why a --data_dir that is not a directory cannot be read."""
+  return ("is a file, not a data directory" if os.path.exists(path) else
+          "no such data directory")
+
+
 # ---- Your own data: <data_dir>/{train,dev,test,gen}.tsv as they are --------
 
 TSV_PARTS = ("train", "dev", "test", "gen")
 
 
+def _tsv_part_paths(data_dir: str) -> List[str]:
+  """The parts present: a directory or a broken link where a part goes is
+  read (and refused by name), not left out without a word."""
+  return [os.path.join(data_dir, f"{p}.tsv") for p in TSV_PARTS
+          if os.path.lexists(os.path.join(data_dir, f"{p}.tsv"))]
+
+
 def _tsv_load(split, data_dir, options) -> Parts:
   del split, options
-  if not os.path.isfile(os.path.join(data_dir, "train.tsv")):
+  if not os.path.lexists(os.path.join(data_dir, "train.tsv")):
     raise InputError("no train.tsv", data_dir)
   other = sorted(set(glob.glob(os.path.join(data_dir, "*.tsv"))) -
                  {os.path.join(data_dir, f"{p}.tsv") for p in TSV_PARTS})
   for path in other:  # said, not silently dropped
     logging.warning("%s: not read (the tsv dataset's parts are %s.tsv)",
                     path, ", ".join(TSV_PARTS))
-  return {p: tsv.read_tsv(os.path.join(data_dir, f"{p}.tsv"))
-          for p in TSV_PARTS
-          if os.path.isfile(os.path.join(data_dir, f"{p}.tsv"))}
+  return {os.path.basename(path)[:-len(".tsv")]: tsv.read_tsv(path)
+          for path in _tsv_part_paths(data_dir)}
 
 
 def _tsv_sources(split, data_dir, options) -> List[str]:
   del split, options
-  return [os.path.join(data_dir, f"{p}.tsv") for p in TSV_PARTS
-          if os.path.isfile(os.path.join(data_dir, f"{p}.tsv"))]
+  return _tsv_part_paths(data_dir)
 
 
 add(Dataset("tsv", (), "", True, _tsv_load, _tsv_sources))

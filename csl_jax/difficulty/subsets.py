@@ -24,6 +24,7 @@ from typing import Any, Dict, List, Optional, Sequence
 from absl import logging
 import numpy as np
 
+from csl_jax.data import registry
 from csl_jax.data import tsv
 from csl_jax.difficulty import scores as scores_lib
 from csl_jax.errors import InputError
@@ -56,11 +57,20 @@ def write(out_dir: str, data_dir: str, score_name: str, num: int = 4,
   """Scores DATA_DIR/train.tsv and writes the subsets; returns the summary."""
   train_path = os.path.join(data_dir, "train.tsv")
   if not os.path.isdir(data_dir):
-    raise InputError("no such data directory", data_dir)
+    raise InputError(registry.not_a_data_directory(data_dir), data_dir)
   if not os.path.exists(train_path):
     raise InputError("no train.tsv in the data directory", data_dir)
   if num < 2:
     raise InputError(f"difficulty quantiles must be >= 2, got {num}")
+  if seed < 0:  # numpy's generators take none
+    raise InputError(f"difficulty seed (--seed) must be >= 0, got {seed}")
+  others = sorted(f for f in os.listdir(data_dir)
+                  if f.endswith(".tsv") and f != "train.tsv")
+  for f in others:  # copied into every subset: found now, not half-way
+    if not os.path.isfile(os.path.join(data_dir, f)):
+      raise InputError("is a directory or a broken link, not a file (the "
+                       "subsets copy every .tsv of the data directory)",
+                       os.path.join(data_dir, f))
   pairs = [(e.input, e.output) for e in tsv.read_tsv(train_path)]
   keep = np.ones(len(pairs), bool)
   if pin is not None:
@@ -82,8 +92,6 @@ def write(out_dir: str, data_dir: str, score_name: str, num: int = 4,
   subsets["mix"] = mix(parts[0], parts[-1], seed)
   for t in max_scores:
     subsets[f"max_{t:g}"] = np.flatnonzero(score <= t)
-  others = sorted(f for f in os.listdir(data_dir)
-                  if f.endswith(".tsv") and f != "train.tsv")
   summary: Dict[str, Any] = {"score": score_name, "figures": figures,
                              "num_train": len(pairs) + len(pinned),
                              "num_pinned": len(pinned), "seed": seed,

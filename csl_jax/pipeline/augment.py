@@ -92,7 +92,7 @@ def prepare_stage(dataset: str, split: Optional[str], data_dir: Optional[str],
     raise InputError(f"augment of {dataset} needs --data_dir (or "
                      "--gin.augment.data_dir=\"'DIR'\")")
   if data_dir and not os.path.isdir(data_dir):
-    raise InputError("no such data directory", data_dir)
+    raise InputError(data_registry.not_a_data_directory(data_dir), data_dir)
   files = spec.source_files(split, data_dir, options) if data_dir else []
   config = {"dataset": dataset, "split": split, "options": dict(options)}
   if files:  # which file is which part (dev.tsv renamed test.tsv is new)
