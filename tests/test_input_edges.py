@@ -195,3 +195,18 @@ def test_difficulty_refuses_a_negative_seed_and_a_part_directory(
   assert f"{data / 'test.tsv'}: is a directory or a broken link" in _error(
       capsys)
   assert not os.path.exists(tmp_path / "b" / "q0")  # refused before work
+
+
+# ------------------------------------------------------------------ sample --
+
+def test_sample_seed_beyond_the_kernels_range_is_refused(tmp_path, capsys):
+  """--seed 99999999999999999999 overflowed the kernel's int64 round seed:
+  a numba TypingError traceback. The largest seed taken still samples."""
+  from csl_jax.sampling.config import MAX_SEED  # pylint: disable=g-import-not-at-top
+  model = _model(tmp_path)
+  assert cli.main(["sample", "--model", model, "--num", "3", "--seed",
+                   str(10**20), "--out", str(tmp_path / "a")]) == 2
+  assert "SampleConfig.seed (--seed where a flag exists) must be an integer "\
+      ">= 0 and < 2^43, got 100000000000000000000" in _error(capsys)
+  assert cli.main(["sample", "--model", model, "--num", "3", "--seed",
+                   str(MAX_SEED - 1), "--out", str(tmp_path / "b")]) == 0

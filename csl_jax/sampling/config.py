@@ -14,6 +14,12 @@ from csl_jax.errors import InputError
 INTERSECT_MODES = ("exact", "local")
 
 
+# A round's kernel seed is seed * sampler.ROUND_SEED_MULTIPLIER + round, an
+# int64 in the kernel: larger seeds overflowed it (a numba TypingError
+# traceback).
+MAX_SEED = 2**43
+
+
 @gin.configurable
 @dataclasses.dataclass(frozen=True)
 class SampleConfig:
@@ -62,8 +68,8 @@ class SampleConfig:
                  "chunk"):
       if not is_int(getattr(self, name)) or getattr(self, name) < 1:
         bad(name, "an integer >= 1")
-    if not is_int(self.seed) or self.seed < 0:
-      bad("seed", "an integer >= 0")
+    if not is_int(self.seed) or not 0 <= self.seed < MAX_SEED:
+      bad("seed", f"an integer >= 0 and < 2^{MAX_SEED.bit_length() - 1}")
     for name in ("dedup", "intersect"):
       if not isinstance(getattr(self, name), (bool, np.bool_)):
         bad(name, "True or False")
