@@ -210,3 +210,24 @@ def test_sample_seed_beyond_the_kernels_range_is_refused(tmp_path, capsys):
       ">= 0 and < 2^43, got 100000000000000000000" in _error(capsys)
   assert cli.main(["sample", "--model", model, "--num", "3", "--seed",
                    str(MAX_SEED - 1), "--out", str(tmp_path / "b")]) == 0
+
+
+# ----------------------------------------------------------------- seq2seq --
+
+@pytest.mark.parametrize("cls, field, value, fragment", [
+    ("Seq2SeqConfig", "d_model", 0, "d_model must be >= 1, got 0"),
+    ("Seq2SeqConfig", "num_layers", 0, "num_layers must be >= 1, got 0"),
+    ("Seq2SeqConfig", "dropout", 1.0, "dropout must be in [0, 1), got 1.0"),
+    ("Seq2SeqConfig", "max_target_len", 0, "max_target_len must be >= 1"),
+    ("TrainConfig", "learning_rate", -1.0,
+     "learning_rate must be finite and >= 0, got -1.0"),
+    ("TrainConfig", "weight_decay", -0.5,
+     "weight_decay must be finite and >= 0, got -0.5"),
+])
+def test_seq2seq_sizes_and_rates_out_of_range(cls, field, value, fragment):
+  """d_model 0 was a ZeroDivisionError traceback inside the model; a
+  negative learning rate trained uphill without a word."""
+  from csl_jax.seq2seq import config  # pylint: disable=g-import-not-at-top
+  with pytest.raises(InputError, match=fragment.replace("[", r"\[").replace(
+      "(", r"\(").replace(")", r"\)")):
+    getattr(config, cls)(**{field: value})

@@ -39,6 +39,14 @@ class Seq2SeqConfig:
 
   def __post_init__(self):
     configs.check_types(self)
+    # d_model 0 divided by zero deep in the model, a traceback; a dropout
+    # of 1 or more trains on nothing.
+    configs.check_ranges(
+        self, vocab_size=configs.NON_NEGATIVE, d_model=configs.AT_LEAST_ONE,
+        d_ff=configs.AT_LEAST_ONE, num_layers=configs.AT_LEAST_ONE,
+        max_input_len=configs.AT_LEAST_ONE,
+        max_target_len=configs.AT_LEAST_ONE,
+        dropout=(lambda v: 0 <= v < 1, "in [0, 1)"))
     # The decoder's buckets are one-directional: num_buckets // 2 exact
     # ones, then log-spaced up to max_distance, which must lie beyond them
     # (at or below, T5's formula divides by log(1) = 0: bucket ids turn
@@ -86,6 +94,10 @@ class TrainConfig:
 
   def __post_init__(self):
     configs.check_types(self)
+    # A negative rate trained uphill, without a word (0 keeps the initial
+    # parameters: a test of init_from uses it).
+    configs.check_ranges(self, learning_rate=configs.NON_NEGATIVE_FINITE,
+                         weight_decay=configs.NON_NEGATIVE_FINITE)
     if self.curriculum not in CURRICULA:
       raise InputError(f"seq2seq.TrainConfig.curriculum: "
                        f"{self.curriculum!r}; one of {', '.join(CURRICULA)}")
