@@ -231,3 +231,44 @@ def test_seq2seq_sizes_and_rates_out_of_range(cls, field, value, fragment):
   with pytest.raises(InputError, match=fragment.replace("[", r"\[").replace(
       "(", r"\(").replace(")", r"\)")):
     getattr(config, cls)(**{field: value})
+
+
+def test_train_refuses_data_it_would_not_train_on(tmp_path, capsys):
+  """An empty train.tsv was a TensorFlow OutOfRangeError traceback
+  mid-training; --synthetic with a task that never reads it trained on the
+  original data alone without a word; NAME_csl_mixture without
+  --synthetic said "no such SeqIO task" though --data_dir was given."""
+  data = _tsv_dir(tmp_path)
+  empty = tmp_path / "empty"
+  empty.mkdir()
+  (empty / "train.tsv").write_text("")
+  args = ["--out", str(tmp_path / "t"), "--steps", "1"]
+  assert cli.main(["train", "--task", "edges_empty", "--data_dir",
+                   str(empty)] + args) == 2
+  assert _error(capsys).endswith(
+      "train.tsv: no examples: the file is empty or has only blank lines")
+  assert cli.main(["train", "--task", "edges_plain", "--data_dir", str(data),
+                   "--synthetic", str(data / "train.tsv")] + args) == 2
+  assert "--task edges_plain would train on the original data alone" in (
+      _error(capsys))
+  assert cli.main(["train", "--task", "edges_csl_mixture", "--data_dir",
+                   str(data)] + args) == 2
+  assert "--task edges_csl_mixture trains on synthetic pairs: give them " \
+      "with --synthetic" in _error(capsys)
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("{bad", "config.json: not valid JSON"),
+    ("[1]", "config.json: not a `csl-jax train` config.json"),
+    ('{"model": {"d_modl": 3}}', "its \"model\" is not a Seq2SeqConfig"),
+])
+def test_decode_of_a_damaged_config_json(tmp_path, capsys, text, fragment):
+  """A torn or edited config.json was a JSONDecodeError, TypeError or
+  KeyError traceback."""
+  model = tmp_path / "m"
+  model.mkdir()
+  (model / "config.json").write_text(text)
+  assert cli.main(["decode", "--model", str(model), "--task", "edges_d",
+                   "--data_dir", str(_tsv_dir(tmp_path)), "--out",
+                   str(tmp_path / "d")]) == 2
+  assert fragment in _error(capsys)

@@ -79,11 +79,19 @@ def _register(task, data_dir, synthetic) -> None:
         # in the middle of training (a run directory's files are checked
         # by `csl-jax augment`).
         from csl_jax.data import tsv  # pylint: disable=g-import-not-at-top
+        name = _base_name(task, ["csl"])
+        if not synthetic and name != task and task != (
+            name + tasks.registry.REVERSED_SUFFIX):
+          raise InputError(f"--task {task} trains on synthetic pairs: give "
+                           "them with --synthetic S.tsv (or train --task "
+                           f"{name} on the original data)")
         for path in sorted(glob.glob(os.path.join(data_dir, "*.tsv"))) + (
             [synthetic] if synthetic else []):
-          tsv.read_tsv(path, allow_empty=True)
-        tasks.register_dataset(_base_name(task, ["csl"]), data_dir,
-                               synthetic_tsv=synthetic)
+          # The training data must have an example (an empty train.tsv
+          # was a TensorFlow OutOfRangeError traceback mid-training).
+          tsv.read_tsv(path, allow_empty=os.path.basename(path) !=
+                       "train.tsv" and path != synthetic)
+        tasks.register_dataset(name, data_dir, synthetic_tsv=synthetic)
     except ValueError as e:
       raise InputError(str(e)) from None
   import seqio  # pylint: disable=g-import-not-at-top
@@ -96,6 +104,11 @@ def _train(args) -> int:
   # pylint: disable=g-import-not-at-top
   from csl_jax.seq2seq import input_pipeline, models, train
   # pylint: enable=g-import-not-at-top
+  if args.synthetic and not args.task.endswith(("_synthetic", "_mixture")):
+    # Registered, then never read: the run trained on the original data.
+    raise InputError(f"--synthetic is read by the tasks NAME_csl_mixture "
+                     f"and NAME_csl_synthetic; --task {args.task} would "
+                     "train on the original data alone")
   _register(args.task, args.data_dir, args.synthetic)
   config = train.TrainConfig()
   overrides = {k: v for k, v in (

@@ -301,10 +301,26 @@ def run_key(model_config, config: "TrainConfig", task: str
           "data": data_key(task)}
 
 
+def _read_config(run_dir: str) -> Dict[str, Any]:
+  """RUN/config.json as a dict; a torn or edited file is an InputError
+  naming it, not a JSONDecodeError traceback."""
+  path = os.path.join(run_dir, CONFIG_FILE)
+  try:
+    with open(path, encoding="utf-8") as f:
+      record = json.load(f)
+  except ValueError as e:
+    raise InputError(f"not valid JSON ({e}): a torn or edited file? (it is "
+                     "written by `csl-jax train`)", path) from None
+  if not isinstance(record, dict) or not isinstance(record.get("model"),
+                                                    dict):
+    raise InputError("not a `csl-jax train` config.json (no \"model\" "
+                     "object)", path)
+  return record
+
+
 def _check_resumable(out_dir: str, key: Dict[str, Any]) -> None:
   """Raises InputError if OUT/config.json records another run's key."""
-  with open(os.path.join(out_dir, CONFIG_FILE), encoding="utf-8") as f:
-    saved = json.load(f)
+  saved = _read_config(out_dir)
   names = {"model": "model configuration", "task": "task",
            "train": "training configuration", "data": "training data",
            "init": "initial parameters"}
@@ -345,9 +361,13 @@ def save_config(out_dir: str, model_config, task: str,
 
 
 def load_config(model_dir: str):
-  with open(os.path.join(model_dir, CONFIG_FILE), encoding="utf-8") as f:
-    record = json.load(f)
-  return models.Seq2SeqConfig(**record["model"]), record
+  record = _read_config(model_dir)
+  try:
+    return models.Seq2SeqConfig(**record["model"]), record
+  except TypeError as e:  # a field of no Seq2SeqConfig
+    raise InputError(f"its \"model\" is not a Seq2SeqConfig "
+                     f"({str(e).splitlines()[0]})",
+                     os.path.join(model_dir, CONFIG_FILE)) from None
 
 
 def checkpoint_manager(out_dir: str, writer: bool = False
