@@ -272,3 +272,33 @@ def test_decode_of_a_damaged_config_json(tmp_path, capsys, text, fragment):
                    "--data_dir", str(_tsv_dir(tmp_path)), "--out",
                    str(tmp_path / "d")]) == 2
   assert fragment in _error(capsys)
+
+
+# ---------------------------------------------------------------- grammars --
+
+def test_rule_over_max_nts_names_grammar_file_and_line(tmp_path, capsys):
+  """Was "rule 10 (...) has 2 NTs, more than max_nts=1": no file, and the
+  rule's index, not its line."""
+  grammar = tmp_path / "g.qcfg"
+  grammar.write_text("# a comment\nwalk ### W\n\nNT_1 and NT_2 ### NT_1 NT_2"
+                     "\n")
+  data = tmp_path / "d.tsv"
+  data.write_text("walk\tW\n")
+  assert cli.main(["coverage", "--grammar", str(grammar), "--data",
+                   str(data), "--max_nts", "1", "--out",
+                   str(tmp_path / "c")]) == 2
+  assert _error(capsys).endswith(
+      f"{grammar}:4: rule 'NT_1 and NT_2 ### NT_1 NT_2' has 2 NTs, more "
+      "than --max_nts = 1")
+  assert cli.main(["fit", "--grammar", str(grammar), "--train", str(data),
+                   "--gin.fit.max_nts=1", "--out", str(tmp_path / "f")]) == 2
+  assert f"{grammar}:4: " in _error(capsys)
+
+
+def test_rule_with_a_trailing_space_says_so():
+  """Was "bad token ''"."""
+  from csl_jax.qcfg.rules import parse_rules  # pylint: disable=g-import-not-at-top
+  with pytest.raises(InputError, match=r"^g.qcfg:2: bad token '' \(two "
+                     "spaces in a row, or a space at the start or end of a "
+                     "side"):
+    parse_rules("walk ### W\nrun ### R \n", "g.qcfg")

@@ -75,7 +75,10 @@ def validate_rule(rule: Rule) -> str:
   if not rule.target:
     return "empty target side"
   for token in rule.source + rule.target:
-    if not token or any(c.isspace() for c in token):
+    if not token:  # "a  b", "a ### b " split on single spaces
+      return ("bad token '' (two spaces in a row, or a space at the start "
+              "or end of a side: tokens are separated by single spaces)")
+    if any(c.isspace() for c in token):
       return f"bad token {token!r}"
     if token == "###":  # the sides' separator: written, the rule reads back
       return "token '###' is reserved (it separates a rule's sides)"
@@ -152,6 +155,21 @@ def parse_rules(text: str, source: str = "<string>") -> List[Rule]:
     seen[rule] = number
     rules.append(rule)
   return rules
+
+
+def check_max_nts(rules: Sequence[Rule], max_nts: int, path: str,
+                  setting: str) -> None:
+  """An InputError naming `path` and the line of the first rule with more
+  NTs than `max_nts` (the bound `setting` sets), before any work."""
+  over = next((r for r in rules if r.num_nts > max_nts), None)
+  if over is None:
+    return
+  text = format_rule(over)
+  line = next((number for number, raw in enumerate(
+      read_text(path).lstrip("\ufeff").split("\n"), start=1)
+               if raw.rstrip("\r") == text), None)
+  raise InputError(f"rule {text!r} has {over.num_nts} NTs, more than "
+                   f"{setting} = {max_nts}", path, line)
 
 
 def format_rules(rules: Iterable[Rule]) -> str:

@@ -10,7 +10,7 @@ from csl_jax import configs
 from csl_jax.cky import forest
 from csl_jax.cky.grammar_arrays import DEFAULT_MAX_NTS, encode_qcfg
 from csl_jax.data import tsv
-from csl_jax.qcfg.rules import load_rules
+from csl_jax.qcfg.rules import check_max_nts, load_rules
 from csl_jax.progress import progress
 
 
@@ -30,6 +30,7 @@ def coverage(out_dir: str, grammar: str, data: str,
   os.makedirs(out_dir, exist_ok=True)
   summary: Dict[str, Any] = {}
   rules = load_rules(grammar)
+  check_max_nts(rules, max_nts, grammar, "--max_nts")
   encoded = encode_qcfg(rules, max_nts=max_nts)
   stats = tsv.ReadStats()
   examples = tsv.read_tsv(data, skip_malformed=skip_malformed, stats=stats)

@@ -21,7 +21,7 @@ from csl_jax.files import read_text
 from csl_jax.model.csl_model import CSLModel
 from csl_jax.qcfg.output_cfg import check_training_outputs
 from csl_jax.qcfg.output_cfg import load_output_cfg
-from csl_jax.qcfg.rules import format_rule, load_rules
+from csl_jax.qcfg.rules import check_max_nts, format_rule, load_rules
 from csl_jax.summaries import TensorBoardWriter
 from csl_jax.progress import progress, start_at
 
@@ -105,6 +105,7 @@ def fit(out_dir: str, grammar: str, train_data: str,
     raise InputError(f"unlabeled_copies must be >= 1, not {unlabeled_copies}")
   output_cfg = assets.resolve(output_cfg)
   rules = load_rules(grammar)
+  check_max_nts(rules, max_nts, grammar, "fit.max_nts")
   pairs, num_too_long, lines = _bounded_pairs(
       train_data, max_source_len, max_target_len, skip_too_long)
   outside_cfg = None
