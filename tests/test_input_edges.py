@@ -302,3 +302,24 @@ def test_rule_with_a_trailing_space_says_so():
                      "spaces in a row, or a space at the start or end of a "
                      "side"):
     parse_rules("walk ### W\nrun ### R \n", "g.qcfg")
+
+
+# --------------------------------------------------------------- gin files --
+
+@pytest.mark.parametrize("make, fragment", [
+    (lambda p: p.write_bytes(b"InductionConfig.max_nts = 3\n\xff = 1\n"),
+     "g.gin:2: not valid UTF-8"),
+    (lambda p: p.write_bytes(b"\xef\xbb\xbfInductionConfig.max_nts = 3\n"),
+     "g.gin:1: starts with a UTF-8 byte-order mark"),
+    (lambda p: p.mkdir(), "g.gin: is a directory, expected a file"),
+])
+def test_unreadable_gin_file_is_named(tmp_path, capsys, make, fragment):
+  """Gin said "'utf-8' codec can't decode byte 0xff" (no file), "Unexpected
+  token" for a BOM and "Unable to open file" for a directory."""
+  make(tmp_path / "g.gin")
+  data = tmp_path / "d.tsv"
+  data.write_text("walk\tW\n")
+  assert cli.main(["induce", "--train", str(data), "--out",
+                   str(tmp_path / "i"), f"--gin_file={tmp_path / 'g.gin'}"]) \
+      == 2
+  assert f"{tmp_path / fragment}" in _error(capsys)

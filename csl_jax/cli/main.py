@@ -38,6 +38,7 @@ from csl_jax.cli import prepare
 from csl_jax.cli import run_bundle
 from csl_jax.cli import stage
 from csl_jax.errors import InputError
+from csl_jax.files import read_text
 
 SUBCOMMANDS = {
     "prepare": prepare,
@@ -157,6 +158,7 @@ def configure_gin(module, args: argparse.Namespace, files: List[str],
                   bindings: List[str]) -> None:
   """Parses the user's gin files and bindings, after the dataset's settings
   for the command's methods where it names them (`module.gin_defaults`)."""
+  _check_gin_files(files)
   try:
     for root in _gin_roots():
       gin.add_config_file_search_path(root)
@@ -177,6 +179,30 @@ def configure_gin(module, args: argparse.Namespace, files: List[str],
   except (IOError, ValueError, SyntaxError) as e:
     raise InputError(f"gin configuration: {_one_line(str(e))}"
                      f"{_unknown_configurable_hint(str(e), args)}") from None
+
+
+def _check_gin_files(files: List[str]) -> None:
+  """Gin opens its files itself, and says of a directory "Unable to open
+  file", of bytes that are not UTF-8 a codec error naming no file, of a
+  byte-order mark "Unexpected token": each file given, and what it
+  includes, is read first, so that these name the file (and line)."""
+  seen = set()
+  todo = list(files)
+  while todo:
+    name = todo.pop(0)
+    path = next((os.path.join(root, name) for root in ("",) + _gin_roots()
+                 if os.path.exists(os.path.join(root, name))), None)
+    if path is None or path in seen:
+      continue  # not found: gin's message names the paths it searched
+    seen.add(path)
+    if not os.path.isdir(path):
+      with open(path, "rb") as f:
+        if f.read(3) == b"\xef\xbb\xbf":
+          raise InputError("starts with a UTF-8 byte-order mark, which gin "
+                           "does not read: save the file without it", path,
+                           1)
+    text = read_text(path)  # a directory, not UTF-8: named, with the line
+    todo += re.findall(r"^include\s+['\"]([^'\"]+)['\"]", text, re.M)
 
 
 def _unknown_configurable_hint(message: str, args: argparse.Namespace) -> str:
