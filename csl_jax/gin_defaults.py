@@ -101,9 +101,18 @@ def bound(name: str, default):
   """The value gin binds to `name` (`augment.dataset`), else `default`."""
   import gin  # pylint: disable=g-import-not-at-top
   try:
-    return gin.query_parameter(name)
+    value = gin.query_parameter(name)
   except ValueError:  # not bound
     return default
+  if isinstance(value, gin.config.ConfigurableReference):
+    # `%gin.REQUIRED` (gin/experiments/base.gin), or a macro: gin says what
+    # is unset when the function is called; its reference is no value
+    # (it was read as the dataset "<object object at 0x...>").
+    try:
+      value = value.scoped_configurable_fn()
+    except Exception:  # pylint: disable=broad-except
+      return default
+  return default if value is gin.config.REQUIRED else value
 
 
 # Whether gin was configured as a command configures it (`augment.configure`,

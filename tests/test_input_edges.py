@@ -323,3 +323,16 @@ def test_unreadable_gin_file_is_named(tmp_path, capsys, make, fragment):
                    str(tmp_path / "i"), f"--gin_file={tmp_path / 'g.gin'}"]) \
       == 2
   assert f"{tmp_path / fragment}" in _error(capsys)
+
+
+# -------------------------------------------------------------- experiment --
+
+def test_experiment_required_bindings_left_at_gin_required(tmp_path, capsys):
+  """base.gin binds dataset and splits to %gin.REQUIRED: left so, gin's
+  marker object was read as "unknown dataset <object object at 0x...>"."""
+  assert cli.main(["experiment", "--out", str(tmp_path / "x"),
+                   "--gin_file=gin/experiments/base.gin"]) == 2
+  assert _error(capsys).endswith(
+      "gin configuration: experiment.dataset, experiment.splits not set (an "
+      "experiment's gin file sets them, e.g. --gin_file=gin/experiments/"
+      "scan_addprim_jump.gin; gin files read: gin/experiments/base.gin)")

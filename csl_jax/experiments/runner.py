@@ -660,6 +660,26 @@ def _run_cells(ctx: cell_lib.Context, cells, run_dirs, vocabs, categories,
   return records, cell_dirs, pending
 
 
+def _bound_to_required() -> List[str]:
+  """experiment.* parameters bound to `%gin.REQUIRED` (as
+  gin/experiments/base.gin binds dataset and splits): gin passes its
+  marker object, which was read as the dataset "<object object at ...>"."""
+  names = []
+  for name in ("dataset", "splits", "data_dir"):
+    try:
+      value = gin.query_parameter(f"experiment.{name}")
+    except ValueError:
+      continue
+    if isinstance(value, gin.config.ConfigurableReference):
+      try:
+        value = value.scoped_configurable_fn()
+      except Exception:  # pylint: disable=broad-except
+        continue
+    if value is gin.config.REQUIRED:
+      names.append(name)
+  return names
+
+
 def _unset_message(error: str, gin_files: Sequence[str]) -> str:
   """Gin's two-line "Required bindings for `X` not provided" as one line:
   which experiment.* bindings are unset, how to set them, and which gin
@@ -700,6 +720,11 @@ def run(out_dir: str, gin_files: Sequence[str] = (),
   """`experiment(out_dir, **overrides)` with its gin bindings; a binding
   the config must set but does not is an InputError naming it and the gin
   files given."""
+  unset = _bound_to_required()
+  if unset:  # gin hands `%gin.REQUIRED` bindings over as its marker object
+    raise InputError(_unset_message(
+        "not provided in config: [" + ", ".join(f"'{n}'" for n in unset) +
+        "]", gin_files))
   try:
     return experiment(out_dir, **overrides)
   except RuntimeError as e:
