@@ -336,3 +336,17 @@ def test_experiment_required_bindings_left_at_gin_required(tmp_path, capsys):
       "gin configuration: experiment.dataset, experiment.splits not set (an "
       "experiment's gin file sets them, e.g. --gin_file=gin/experiments/"
       "scan_addprim_jump.gin; gin files read: gin/experiments/base.gin)")
+
+
+def test_experiment_bundle_that_is_a_file(tmp_path, capsys):
+  """Was a NotADirectoryError traceback after the augmentation ran."""
+  (tmp_path / "b").write_text("")
+  assert cli.main(["experiment", "--out", str(tmp_path / "x"),
+                   "--gin.experiment.dataset='tsv'",
+                   f"--gin.experiment.data_dir='{_tsv_dir(tmp_path)}'",
+                   "--gin.experiment.splits=['mine']",
+                   "--gin.experiment.methods=[]",
+                   f"--gin.experiment.bundle='{tmp_path / 'b'}'"]) == 2
+  assert _error(capsys).endswith(
+      "b: experiment.bundle is a file, not a directory")
+  assert not os.path.exists(tmp_path / "x" / "augment")

@@ -299,6 +299,9 @@ def experiment(out_dir: str,
   if isinstance(lanes, bool) or not isinstance(lanes, int) or lanes < 1:
     raise InputError(f"experiment.lanes must be an integer >= 1, not "
                      f"{lanes!r}")
+  if bundle and os.path.exists(bundle) and not os.path.isdir(bundle):
+    # Else a NotADirectoryError traceback after the augmentation.
+    raise InputError("experiment.bundle is a file, not a directory", bundle)
   if trainer == "arrays":
     arguments.update(trainer="seqio",
                      bundle=bundle or os.path.join(out_dir, BUNDLE_DIR))
