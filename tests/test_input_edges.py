@@ -350,3 +350,14 @@ def test_experiment_bundle_that_is_a_file(tmp_path, capsys):
   assert _error(capsys).endswith(
       "b: experiment.bundle is a file, not a directory")
   assert not os.path.exists(tmp_path / "x" / "augment")
+
+
+def test_experiment_repeated_seed_is_said(caplog):
+  """[0, 1, 0] counts seed 0 once (a repeated cell would weigh twice in
+  the means), but without a word."""
+  from csl_jax.experiments import grid  # pylint: disable=g-import-not-at-top
+  with caplog.at_level("WARNING"):
+    assert grid.check_seeds([0, 1, 0]) == [0, 1]
+    assert grid.check_names("methods", ["csl", "geca"]) == ["csl", "geca"]
+  assert [r.getMessage() for r in caplog.records] == [
+      "experiment.seeds: 0 given more than once; each counts once"]

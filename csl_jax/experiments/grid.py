@@ -11,6 +11,8 @@ import dataclasses
 import re
 from typing import List, Optional, Sequence
 
+from absl import logging
+
 from csl_jax import selection
 from csl_jax.errors import InputError
 
@@ -76,7 +78,12 @@ def as_list(kind: str, value, item) -> list:
   if not isinstance(value, (list, tuple)):
     raise InputError(f"experiment.{kind} must be a list of "
                      f"{item.__name__}, not {value!r}")
-  return list(dict.fromkeys(value))
+  distinct = list(dict.fromkeys(value))
+  if len(distinct) < len(value):  # said, not dropped without a word
+    repeated = [v for v in distinct if list(value).count(v) > 1]
+    logging.warning("experiment.%s: %s given more than once; each counts "
+                    "once", kind, ", ".join(map(repr, repeated)))
+  return distinct
 
 
 def check_names(kind: str, names: Sequence[str]) -> List[str]:
