@@ -361,3 +361,22 @@ def test_experiment_repeated_seed_is_said(caplog):
     assert grid.check_names("methods", ["csl", "geca"]) == ["csl", "geca"]
   assert [r.getMessage() for r in caplog.records] == [
       "experiment.seeds: 0 given more than once; each counts once"]
+
+
+# ----------------------------------------------------------------- prepare --
+
+def test_prepare_cogs_refuses_an_empty_part(tmp_path, capsys):
+  """An empty train.tsv was prepared as a dataset of 0 training examples,
+  exit 0."""
+  good = ("The sailor dusted a boy .\t* sailor ( x _ 1 ) ; dust . agent "
+          "( x _ 2 , x _ 1 ) AND dust . theme ( x _ 2 , x _ 4 ) AND boy "
+          "( x _ 4 )\tin_distribution\n")
+  data = tmp_path / "cogs"
+  data.mkdir()
+  for part in ("dev", "test", "gen"):
+    (data / f"{part}.tsv").write_text(good)
+  (data / "train.tsv").write_text("\n")
+  assert cli.main(["prepare", "cogs", "--data_dir", str(data), "--out",
+                   str(tmp_path / "p")]) == 2
+  assert _error(capsys).endswith(
+      "train.tsv: no examples: the file is empty or has only blank lines")

@@ -77,8 +77,14 @@ def load_cogs(path: str, skip_malformed: bool = False,
   """
   path = os.fspath(path)
   # read_text names the line of bytes that are not UTF-8.
+  stats = stats if stats is not None else tsv.ReadStats()
   rows = tsv.parse_lines(io.StringIO(read_text(path), newline=None), path,
                          skip_malformed, (2, 3), stats)
+  if not rows:  # as tsv.read_tsv: a part without an example is no part
+    raise InputError("no examples: the file is empty or has only blank "
+                     "lines" if not stats.num_skipped else
+                     f"no examples: all {stats.num_skipped} lines are "
+                     "malformed and were skipped", path)
   return [CogsExample(r[0], r[1], (r[2] or None) if len(r) > 2 else None)
           for r in rows]
 
