@@ -380,3 +380,16 @@ def test_prepare_cogs_refuses_an_empty_part(tmp_path, capsys):
                    str(tmp_path / "p")]) == 2
   assert _error(capsys).endswith(
       "train.tsv: no examples: the file is empty or has only blank lines")
+
+
+# ------------------------------------------------------------------- vocab --
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc")
+def test_vocab_out_where_nothing_can_be_written(tmp_path, capsys):
+  """A prefix in a directory that takes no files (/proc here; a read-only
+  one alike) was TensorFlow's NotFoundError traceback."""
+  data = _tsv_dir(tmp_path) / "train.tsv"
+  assert cli.main(["vocab", "--tsv", str(data), "--out",
+                   "/proc/csl_jax_vocab", "--model_type", "word"]) == 2
+  assert _error(capsys).startswith(
+      "csl-jax: error: /proc/csl_jax_vocab.model: cannot write the model")

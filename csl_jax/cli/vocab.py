@@ -49,6 +49,9 @@ def main(args) -> int:
                                      model_type=args.model_type)
   except RuntimeError as e:  # SentencePiece's own message is clear.
     raise InputError(f"sentencepiece: {e}") from None
+  except tasks.vocab.tf.errors.OpError as e:  # the model file's write
+    raise InputError(f"cannot write the model ({e.message})",
+                     args.out + ".model") from None
   vocabulary = tasks.vocab.get_vocabulary("sentencepiece", path)
   record = {"model": path, "vocab_size": vocabulary.vocab_size,
             "model_type": args.model_type, "tsv": args.tsv}
