@@ -393,3 +393,26 @@ def test_vocab_out_where_nothing_can_be_written(tmp_path, capsys):
                    "/proc/csl_jax_vocab", "--model_type", "word"]) == 2
   assert _error(capsys).startswith(
       "csl-jax: error: /proc/csl_jax_vocab.model: cannot write the model")
+
+
+# --------------------------------------------------------------------- fit --
+
+def _toy_fit_inputs(tmp_path):
+  from csl_jax.qcfg.rules import save_rules  # pylint: disable=g-import-not-at-top
+  grammar = str(tmp_path / "g.qcfg")
+  save_rules(grammar, TOY_RULES)
+  train = tmp_path / "train.tsv"
+  train.write_text("walk\tW\nrun\tR\nwalk twice\tW W\nwalk and run\tW R\n")
+  return grammar, str(train)
+
+
+def test_fit_refuses_a_directory_where_its_checkpoint_goes(tmp_path, capsys):
+  """Was an IsADirectoryError traceback (after the forests were built)."""
+  grammar, train = _toy_fit_inputs(tmp_path)
+  out = tmp_path / "fit"
+  (out / "checkpoint.msgpack").mkdir(parents=True)
+  assert cli.main(["fit", "--grammar", grammar, "--train", train, "--out",
+                   str(out), "--gin.FitConfig.num_steps=2"]) == 2
+  assert _error(capsys).endswith(
+      "checkpoint.msgpack: is a directory where the fit writes its "
+      "checkpoint.msgpack: remove it")

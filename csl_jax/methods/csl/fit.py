@@ -57,6 +57,12 @@ def _bounded_pairs(path: str, max_source_len: int, max_target_len: int,
   return pairs, skipped, lines
 
 
+# The files a fit writes (and resumes from) in its directory.
+_OUTPUTS = ("checkpoint.msgpack", "checkpoint_semi_supervised.msgpack",
+            "params.npz", "model.json", "grammar.qcfg", "output.cfg",
+            "pseudo_labeled.tsv")
+
+
 @gin.configurable(module="fit")
 def fit(out_dir: str, grammar: str, train_data: str,
         eval_data: Optional[str] = None, max_nts: int = 4,
@@ -103,6 +109,10 @@ def fit(out_dir: str, grammar: str, train_data: str,
                      "fit.forest_shards >= 1")
   if unlabeled_copies < 1:
     raise InputError(f"unlabeled_copies must be >= 1, not {unlabeled_copies}")
+  for name in _OUTPUTS:  # else an IsADirectoryError traceback, late
+    if os.path.isdir(os.path.join(out_dir, name)):
+      raise InputError(f"is a directory where the fit writes its {name}: "
+                       "remove it", os.path.join(out_dir, name))
   output_cfg = assets.resolve(output_cfg)
   rules = load_rules(grammar)
   check_max_nts(rules, max_nts, grammar, "fit.max_nts")
