@@ -416,3 +416,30 @@ def test_fit_refuses_a_directory_where_its_checkpoint_goes(tmp_path, capsys):
   assert _error(capsys).endswith(
       "checkpoint.msgpack: is a directory where the fit writes its "
       "checkpoint.msgpack: remove it")
+
+
+def test_fit_says_what_it_leaves_out(tmp_path, caplog):
+  """Training pairs the grammar does not derive and unlabeled inputs
+  without a parse were left out with only a count in the summary (none for
+  the unlabeled ones): now a warning naming the first line, and the
+  unlabeled inputs' count."""
+  grammar, train = _toy_fit_inputs(tmp_path)
+  with open(train, "a") as f:
+    f.write("jump\tJ\n")  # line 5: no rule has `jump`
+  unlabeled = tmp_path / "u.txt"
+  unlabeled.write_text("walk twice\nfly\n")
+  out = str(tmp_path / "fit")
+  with caplog.at_level("WARNING"):
+    assert cli.main(["fit", "--grammar", grammar, "--train", train,
+                     "--unlabeled", str(unlabeled), "--out", out,
+                     "--gin.FitConfig.num_steps=2",
+                     "--gin.FitConfig.num_restarts=1"]) == 0
+  said = [r.getMessage() for r in caplog.records]
+  assert (f"{train}:5: 1 of 5 distinct training pairs are not derived by "
+          "the grammar and are left out of the fit (num_underivable in the "
+          "summary)") in said
+  assert (f"{unlabeled}: 1 of 2 unlabeled inputs have no parse and are left "
+          "out of the refit") in said
+  with open(os.path.join(out, "summary.json")) as f:
+    summary = json.load(f)
+  assert summary["num_unlabeled"] == 2 and summary["num_pseudo_labeled"] == 1

@@ -176,6 +176,14 @@ def fit(out_dir: str, grammar: str, train_data: str,
       os.path.join(out_dir, "checkpoint.msgpack"), on_step, source=train_data,
       forest_builder=builder, **lengths)
   bar.close()
+  if data.num_underivable:  # left out of the fit: said, with a line
+    derivable = {data.pairs[i] for i in data.usable}
+    first_line = next(line for (x, y), line in zip(pairs, lines)
+                      if (tuple(x), tuple(y)) not in derivable)
+    logging.warning("%s:%d: %d of %d distinct training pairs are not "
+                    "derived by the grammar and are left out of the fit "
+                    "(num_underivable in the summary)", train_data,
+                    first_line, data.num_underivable, len(data.pairs))
   if unlabeled:
     first = CSLModel.from_params(rules, params, data.grammar.max_nts,
                                  config.num_states, output_cfg)
@@ -186,7 +194,13 @@ def fit(out_dir: str, grammar: str, train_data: str,
     tsv.write_tsv(os.path.join(out_dir, "pseudo_labeled.tsv"),
                   [(" ".join(x), " ".join(y)) for x, y in labeled])
     summary.update(unlabeled=os.fspath(unlabeled),
+                   num_unlabeled=len(unlabeled_inputs),
                    num_pseudo_labeled=len(labeled))
+    if len(labeled) < len(unlabeled_inputs):  # said, not dropped silently
+      logging.warning("%s: %d of %d unlabeled inputs have no parse and are "
+                      "left out of the refit", unlabeled,
+                      len(unlabeled_inputs) - len(labeled),
+                      len(unlabeled_inputs))
     bar = progress(total=config.num_steps, desc="refit", unit="step",
                    mininterval=1.0)
     last[0] = 0
