@@ -443,3 +443,20 @@ def test_fit_says_what_it_leaves_out(tmp_path, caplog):
   with open(os.path.join(out, "summary.json")) as f:
     summary = json.load(f)
   assert summary["num_unlabeled"] == 2 and summary["num_pseudo_labeled"] == 1
+
+
+# ----------------------------------------------------------------- methods --
+
+def test_augzero_grammar_relative_path_says_where_it_is_read(tmp_path,
+                                                             capsys):
+  """A relative AugZeroConfig.grammar is read under the run directory, not
+  the working one as every other file setting: the message said only that
+  it "does not exist", though the file was there."""
+  data = _tsv_dir(tmp_path)
+  (tmp_path / "mine.qcfg").write_text("walk ### I_WALK\n")
+  assert cli.main(["augment", "--out", str(tmp_path / "run"), "--dataset",
+                   "tsv", "--data_dir", str(data), "--method", "augzero_mix",
+                   "--gin.AugZeroConfig.grammar='mine.qcfg'"]) == 2
+  assert ("(augzero.AugZeroConfig.grammar 'mine.qcfg' is read under the run "
+          "directory: give an absolute path for a grammar of your own)") in (
+              _error(capsys))

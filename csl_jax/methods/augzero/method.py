@@ -78,10 +78,18 @@ class AugZero:
     if self.config.mix:
       grammar = os.path.join(os.path.dirname(workdir), self.config.grammar)
       if not os.path.isfile(grammar):
+        # A relative setting is read under the run directory: say so, as
+        # every other file setting is read from the working directory.
+        default = AugZeroConfig.__dataclass_fields__["grammar"].default
+        where = ("" if os.path.isabs(self.config.grammar) or
+                 self.config.grammar == default else
+                 f" (augzero.AugZeroConfig.grammar "
+                 f"{self.config.grammar!r} is read under the run directory: "
+                 "give an absolute path for a grammar of your own)")
         raise InputError(
             f"{self.name} mixes copies along a QCFG and {grammar} does not "
             "exist: list `csl` before it in the run's methods, or set "
-            "augzero.AugZeroConfig.grammar")
+            f"augzero.AugZeroConfig.grammar{where}")
       inputs.append(grammar)
     return [base.Stage("generate", inputs, {"augzero": self.config.key()},
                        lambda d: generate(d, train, self.config, grammar))]
