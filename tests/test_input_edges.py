@@ -460,3 +460,16 @@ def test_augzero_grammar_relative_path_says_where_it_is_read(tmp_path,
   assert ("(augzero.AugZeroConfig.grammar 'mine.qcfg' is read under the run "
           "directory: give an absolute path for a grammar of your own)") in (
               _error(capsys))
+
+
+def test_geca_pair_too_long_names_its_line(tmp_path):
+  """Was "a training pair has 40,001" with no file or line."""
+  from csl_jax.methods.geca import method  # pylint: disable=g-import-not-at-top
+  from csl_jax.methods.geca.config import GECAConfig  # pylint: disable=g-import-not-at-top
+  train = _tsv_dir(tmp_path) / "train.tsv"
+  with open(train, "a") as f:
+    f.write(" ".join(["walk"] * 20000) + "\t" + " ".join(["W"] * 20000) +
+            "\n")
+  with pytest.raises(InputError, match=rf"^{train}:5: GECA indexes sequences "
+                     "of at most 32,767 tokens"):
+    method.generate(str(tmp_path / "g"), str(train), None, GECAConfig())

@@ -24,7 +24,7 @@ def generate(out_dir: str, train_path: str, test_path: Optional[str],
              config: GECAConfig) -> Dict[str, Any]:
   """Runs GECA on a training TSV; writes the stage's files."""
   # pylint: disable=g-import-not-at-top
-  from csl_jax.data.tsv import read_tsv, write_tsv
+  from csl_jax.data.tsv import ReadStats, read_tsv, write_tsv
   from csl_jax.files import atomic_write_json, atomic_write_text
   from csl_jax.methods.geca import augment as augment_lib
   from csl_jax.methods.geca import partitioned
@@ -33,7 +33,16 @@ def generate(out_dir: str, train_path: str, test_path: Optional[str],
   if config.output_only:
     raise InputError("GECA output_only (language-model mode) has no input "
                      "side to write as input<TAB>output candidates")
-  train = [tuple(x) for x in read_tsv(train_path)]
+  read = ReadStats()
+  train = [tuple(x) for x in read_tsv(train_path, stats=read)]
+  for (inp, out), line in zip(train, read.lines):  # the line, not later
+    length = len(inp.split()) + 1 + len(out.split())
+    if length > augment_lib.MAX_SEQUENCE and (config.max_len is None or
+                                              length < config.max_len):
+      raise InputError(
+          f"GECA indexes sequences of at most {augment_lib.MAX_SEQUENCE:,} "
+          f"tokens (input and output); this pair has {length:,}: set "
+          "GECAConfig.max_len to leave such pairs out", train_path, line)
   os.makedirs(out_dir, exist_ok=True)
   # The partitioned index's tables (num_shards > 1) live beside the stage's
   # files, where Beam workers that reach the run directory reach them too,
