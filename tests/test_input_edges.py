@@ -473,3 +473,18 @@ def test_geca_pair_too_long_names_its_line(tmp_path):
   with pytest.raises(InputError, match=rf"^{train}:5: GECA indexes sequences "
                      "of at most 32,767 tokens"):
     method.generate(str(tmp_path / "g"), str(train), None, GECAConfig())
+
+
+@pytest.mark.parametrize("command", [
+    ["parse", "--model", "m", "--data", "d.tsv"],
+    ["vocab", "--tsv", "d.tsv"],
+])
+def test_empty_out_is_refused(tmp_path, capsys, monkeypatch, command):
+  """`--out ""` (an unset shell variable) was a FileNotFoundError traceback
+  (parse) or a hidden `.model` in the working directory (vocab)."""
+  monkeypatch.chdir(tmp_path)
+  (tmp_path / "d.tsv").write_text("walk\tW\n")
+  assert cli.main(command + ["--out", ""]) == 2
+  assert _error(capsys) == ("csl-jax: error: --out is empty: give a "
+                            "directory (vocab: a file prefix)")
+  assert not os.path.exists(tmp_path / ".model")

@@ -278,6 +278,11 @@ def main(argv: Optional[List[str]] = None, *,
     module = SUBCOMMANDS[args.subcommand]
     compile_cache.enable()
     allocator.keep_freed_memory()
+    if getattr(args, "out", None) is not None and not args.out.strip():
+      # `--out ""` (an unset shell variable): a traceback, or vocab's
+      # hidden `.model` in the working directory.
+      raise InputError("--out is empty: give a directory (vocab: a file "
+                       "prefix)")
     if getattr(args, "out", None) and args.subcommand != "vocab":  # a prefix
       _check_out_owner(args.out, args.subcommand)
       _check_out(args.out)
