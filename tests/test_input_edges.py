@@ -488,3 +488,19 @@ def test_empty_out_is_refused(tmp_path, capsys, monkeypatch, command):
   assert _error(capsys) == ("csl-jax: error: --out is empty: give a "
                             "directory (vocab: a file prefix)")
   assert not os.path.exists(tmp_path / ".model")
+
+
+def test_train_unknown_task_is_one_line_in_a_fresh_process(tmp_path):
+  """Without --data_dir, seqio imported TensorFlow before csl_jax.quiet's
+  filter: six CUDA and oneDNN probe lines came before the error."""
+  import subprocess  # pylint: disable=g-import-not-at-top
+  import sys  # pylint: disable=g-import-not-at-top
+  env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+  done = subprocess.run(
+      [sys.executable, "-m", "csl_jax.cli.main", "train", "--task",
+       "edges_no_such_task", "--out", str(tmp_path / "t")], env=env,
+      capture_output=True, text=True, check=False)
+  assert done.returncode == 2
+  assert done.stderr.splitlines() == [
+      "csl-jax: error: edges_no_such_task: no such SeqIO task or mixture "
+      "(give --data_dir, or set $CSL_JAX_DATA)"], done.stderr

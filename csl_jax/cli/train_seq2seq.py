@@ -94,6 +94,9 @@ def _register(task, data_dir, synthetic) -> None:
         tasks.register_dataset(name, data_dir, synthetic_tsv=synthetic)
     except ValueError as e:
       raise InputError(str(e)) from None
+  # TensorFlow through `tasks` (csl_jax.quiet.import_tensorflow): imported
+  # by seqio first, its CUDA and oneDNN probe lines came before the error.
+  import tasks  # pylint: disable=g-import-not-at-top,unused-import,redefined-outer-name
   import seqio  # pylint: disable=g-import-not-at-top
   if task not in seqio.TaskRegistry.names() | seqio.MixtureRegistry.names():
     raise InputError(f"{task}: no such SeqIO task or mixture (give "
