@@ -504,3 +504,15 @@ def test_train_unknown_task_is_one_line_in_a_fresh_process(tmp_path):
   assert done.stderr.splitlines() == [
       "csl-jax: error: edges_no_such_task: no such SeqIO task or mixture "
       "(give --data_dir, or set $CSL_JAX_DATA)"], done.stderr
+
+
+def test_gin_binding_error_names_the_binding(tmp_path, capsys):
+  """Gin said "Unable to parse value. (line 2)" of the second --gin.
+  binding, a line of a string the user never wrote."""
+  data = tmp_path / "d.tsv"
+  data.write_text("walk\tW\n")
+  assert cli.main(["induce", "--train", str(data), "--out",
+                   str(tmp_path / "i"), "--gin.InductionConfig.seed=1",
+                   "--gin.InductionConfig.max_nts="]) == 2
+  assert _error(capsys).endswith(
+      "(line 2) (in --gin.InductionConfig.max_nts=)")

@@ -178,6 +178,7 @@ def configure_gin(module, args: argparse.Namespace, files: List[str],
     raise InputError(_token_error(e, files)) from None
   except (IOError, ValueError, SyntaxError) as e:
     raise InputError(f"gin configuration: {_one_line(str(e))}"
+                     f"{_binding_of(str(e), bindings)}"
                      f"{_unknown_configurable_hint(str(e), args)}") from None
 
 
@@ -203,6 +204,24 @@ def _check_gin_files(files: List[str]) -> None:
                            1)
     text = read_text(path)  # a directory, not UTF-8: named, with the line
     todo += re.findall(r"^include\s+['\"]([^'\"]+)['\"]", text, re.M)
+
+
+def _binding_of(message: str, bindings: List[str]) -> str:
+  """Gin numbers the --gin. bindings as lines of one string ("Unable to
+  parse value. (line 2)"): which binding that is, where gin does not quote
+  it."""
+  if "In file" in message or not bindings:
+    return ""
+  match = re.search(r"\(line (\d+)\)|bindings string line (\d+)", message)
+  if not match:
+    return ""
+  index = int(match.group(1) or match.group(2)) - 1
+  if not 0 <= index < len(bindings):
+    return ""
+  name, _, value = bindings[index].partition(" = ")
+  flag = f"--gin.{name}={value}"
+  return "" if flag in message or bindings[index] in message else (
+      f" (in {flag})")
 
 
 def _unknown_configurable_hint(message: str, args: argparse.Namespace) -> str:
