@@ -516,3 +516,23 @@ def test_gin_binding_error_names_the_binding(tmp_path, capsys):
                    "--gin.InductionConfig.max_nts="]) == 2
   assert _error(capsys).endswith(
       "(line 2) (in --gin.InductionConfig.max_nts=)")
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["prepare", "scan_star", "--split", "length", "--max_primitives", "3"],
+     "--max_primitives (dataset option max_primitives) is a knob of SCAN*'s "
+     "jump split; the length split takes none"),
+    (["difficulty", "--data_dir", "{data}", "--score", "length", "--runs",
+      "{data}"], "--runs is read by --score learning, not --score length"),
+    (["fit", "--grammar", "{data}/g.qcfg", "--train", "{data}/train.tsv",
+      "--unlabeled_copies", "3"],
+     "--unlabeled_copies needs --unlabeled"),
+])
+def test_a_flag_that_would_go_unread_is_refused(tmp_path, capsys, argv,
+                                                 fragment):
+  """Each was accepted and never read, without a word."""
+  data = _tsv_dir(tmp_path)
+  (data / "g.qcfg").write_text("walk ### I_WALK\n")
+  argv = [a.replace("{data}", str(data)) for a in argv]
+  assert cli.main(argv + ["--out", str(tmp_path / "o")]) == 2
+  assert fragment in _error(capsys)

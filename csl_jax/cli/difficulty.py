@@ -30,6 +30,10 @@ def add_parser(subparsers) -> None:
 
 def main(args) -> int:
   from csl_jax.difficulty import subsets  # pylint: disable=g-import-not-at-top
+  from csl_jax.errors import InputError  # pylint: disable=g-import-not-at-top
+  if args.runs and args.score != "learning":  # else unread, unsaid
+    raise InputError(f"--runs is read by --score learning, not --score "
+                     f"{args.score}")
   summary = subsets.write(args.out, args.data_dir, args.score,
                           args.quantiles, args.max_score, args.seed, args.k,
                           args.runs, args.pin)

@@ -183,6 +183,10 @@ def _scan_star_load(split, data_dir, options) -> Parts:
   common = {k: options[k] for k in ("num_train", "num_test", "seed")
             if k in options}
   if split == "length":
+    if options.get("max_primitives") is not None:  # else unread, unsaid
+      raise InputError("--max_primitives (dataset option max_primitives) "
+                       "is a knob of SCAN*'s jump split; the length split "
+                       "takes none")
     train, test = scan_star.length_split(
         options.get("max_len", scan_star.LENGTHS[1]), **common)
   else:
