@@ -536,3 +536,22 @@ def test_a_flag_that_would_go_unread_is_refused(tmp_path, capsys, argv,
   argv = [a.replace("{data}", str(data)) for a in argv]
   assert cli.main(argv + ["--out", str(tmp_path / "o")]) == 2
   assert fragment in _error(capsys)
+
+
+def test_geoquery_split_files_not_read_are_said(tmp_path, caplog, capsys):
+  """valid.tsv beside train.tsv was not read, and a dev.tsv that is a
+  directory left out, both without a word."""
+  split = tmp_path / "geo" / "standard"
+  split.mkdir(parents=True)
+  pair = "what is the capital of m0\tanswer ( capital_1 ( m0 ) )\n"
+  for name in ("train", "test", "valid"):
+    (split / f"{name}.tsv").write_text(pair)
+  args = ["prepare", "geoquery", "--data_dir", str(tmp_path / "geo")]
+  with caplog.at_level("WARNING"):
+    assert cli.main(args + ["--out", str(tmp_path / "a")]) == 0
+  assert f"{split / 'valid.tsv'}: not read (a GeoQuery split's parts are " \
+      "dev.tsv, test.tsv, train.tsv)" in [r.getMessage()
+                                          for r in caplog.records]
+  (split / "dev.tsv").mkdir()
+  assert cli.main(args + ["--out", str(tmp_path / "b")]) == 2
+  assert _error(capsys).endswith("dev.tsv: is a directory, expected a file")

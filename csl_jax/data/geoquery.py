@@ -7,6 +7,8 @@ split has them, `dev.tsv` and `test.tsv` (`question<TAB>funql` per line).
 import os
 from typing import Dict, List, Optional
 
+from absl import logging
+
 from csl_jax.data.tsv import Example, ReadStats, read_tsv
 from csl_jax.errors import InputError
 
@@ -27,12 +29,20 @@ def load_split(data_dir: str, split: str, skip_malformed: bool = False,
   directory = os.path.join(os.fspath(data_dir), split)
   if not os.path.isdir(directory):
     raise InputError("no such split directory", directory)
-  if not os.path.isfile(os.path.join(directory, "train.tsv")):
+  if not os.path.lexists(os.path.join(directory, "train.tsv")):
     raise InputError("split has no train.tsv", directory)
+  known = {f"{part}.tsv" for part in PARTS}
+  for name in sorted(os.listdir(directory)):  # said, not dropped silently
+    if name.endswith(".tsv") and name not in known:
+      logging.warning("%s: not read (a GeoQuery split's parts are %s)",
+                      os.path.join(directory, name),
+                      ", ".join(sorted(known)))
   parts = {}
   for part in PARTS:
     path = os.path.join(directory, f"{part}.tsv")
-    if os.path.isfile(path):
+    # A directory or a broken link is read, and refused by name, not
+    # left out without a word.
+    if os.path.lexists(path):
       parts[part] = read_tsv(path, skip_malformed, stats)
       _check_funql(parts[part], path)
   return parts
