@@ -555,3 +555,22 @@ def test_geoquery_split_files_not_read_are_said(tmp_path, caplog, capsys):
   (split / "dev.tsv").mkdir()
   assert cli.main(args + ["--out", str(tmp_path / "b")]) == 2
   assert _error(capsys).endswith("dev.tsv: is a directory, expected a file")
+
+
+# ---------------------------------------------------------------- evaluate --
+
+@pytest.mark.parametrize("text, message", [
+    ("walk\tW\tW\n\nrun\tR\tR\n", "2: empty line (blank lines are allowed "
+     "only at the end); expected input<TAB>prediction[<TAB>target]"),
+    ("walk\tW\tW\tx\n", "1: 4 tab-separated fields; expected "
+     "input<TAB>prediction[<TAB>target]"),
+])
+def test_evaluate_says_what_is_wrong_with_a_line(tmp_path, capsys, text,
+                                                 message):
+  """Every malformed line said only "expected input<TAB>prediction
+  [<TAB>target]", a blank one too."""
+  predictions = tmp_path / "p.tsv"
+  predictions.write_text(text)
+  assert cli.main(["evaluate", "--predictions", str(predictions), "--out",
+                   str(tmp_path / "e")]) == 2
+  assert _error(capsys).endswith(f"p.tsv:{message}")

@@ -40,8 +40,11 @@ def read_predictions(path: str) -> List[Prediction]:
   for line_number, line in enumerate(lines, start=1):
     parts = line.rstrip("\r").split("\t")
     if len(parts) not in (2, 3) or not parts[0].strip():
-      raise InputError("expected input<TAB>prediction[<TAB>target]", path,
-                       line_number)
+      why = ("empty line (blank lines are allowed only at the end); "
+             if not line.strip() else "empty input; " if len(parts) in (2, 3)
+             else f"{len(parts)} tab-separated fields; ")
+      raise InputError(f"{why}expected input<TAB>prediction[<TAB>target]",
+                       path, line_number)
     target = parts[2].strip() if len(parts) == 3 else ""
     out.append(Prediction(parts[0].strip(), parts[1].strip() or None,
                           target or None))
