@@ -574,3 +574,15 @@ def test_evaluate_says_what_is_wrong_with_a_line(tmp_path, capsys, text,
   assert cli.main(["evaluate", "--predictions", str(predictions), "--out",
                    str(tmp_path / "e")]) == 2
   assert _error(capsys).endswith(f"p.tsv:{message}")
+
+
+def test_prepare_cogs_part_that_is_a_directory(tmp_path, capsys):
+  """Was "missing COGS file" of a dev.tsv that is there, as a directory."""
+  data = tmp_path / "cogs"
+  data.mkdir()
+  for part in ("train", "test", "gen"):
+    (data / f"{part}.tsv").write_text("x\ty\n")
+  (data / "dev.tsv").mkdir()
+  assert cli.main(["prepare", "cogs", "--original_lf", "--data_dir",
+                   str(data), "--out", str(tmp_path / "p")]) == 2
+  assert _error(capsys).endswith("dev.tsv: is a directory, expected a file")

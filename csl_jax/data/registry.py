@@ -214,7 +214,7 @@ def _cogs_load(split, data_dir, options) -> Parts:
   parts = {}
   for part in options.get("parts", COGS_PARTS):
     src = os.path.join(data_dir, f"{part}.tsv")
-    if not os.path.isfile(src):
+    if not os.path.lexists(src):  # a directory or broken link: read_text's
       raise InputError("missing COGS file", src)
     if varfree:
       parts[part] = cogs.convert_examples(src, primitives)
