@@ -586,3 +586,26 @@ def test_prepare_cogs_part_that_is_a_directory(tmp_path, capsys):
   assert cli.main(["prepare", "cogs", "--original_lf", "--data_dir",
                    str(data), "--out", str(tmp_path / "p")]) == 2
   assert _error(capsys).endswith("dev.tsv: is a directory, expected a file")
+
+
+# --------------------------------------------------------------- TSV text --
+
+def test_whitespace_other_than_space_and_tab_is_said(tmp_path, caplog):
+  """`walk\\u00a0twice` was read as the two tokens `walk twice` (str.split)
+  without a word; a method's output then had a plain space there."""
+  from csl_jax.data import tsv  # pylint: disable=g-import-not-at-top
+  path = tmp_path / "t.tsv"
+  path.write_text("walk\tW\r\nwalk\u00a0twice\tW W\nrun\u2028\tR\n",
+                  encoding="utf-8")
+  with caplog.at_level("WARNING"):
+    examples = tsv.read_tsv(str(path))
+    tsv.read_tsv(str(path))  # said once
+  assert examples[1] == ("walk\u00a0twice", "W W")  # kept as written
+  assert [r.getMessage() for r in caplog.records] == [
+      f"{path}:2: U+00A0, a whitespace character other than space and tab: "
+      "tokens are split at it as at a space (2 such character(s) in the "
+      "file)"]
+  caplog.clear()
+  (tmp_path / "plain.tsv").write_text("walk\tW\n")
+  tsv.read_tsv(str(tmp_path / "plain.tsv"))
+  assert not caplog.records

@@ -14,6 +14,7 @@ error: every stage needs at least one.
 import dataclasses
 import io
 import os
+import re
 from typing import Iterable, List, NamedTuple, Optional, Sequence, Tuple
 
 from absl import logging
@@ -36,6 +37,12 @@ class ReadStats:
   # The file line of each row read, for errors about an example later.
   lines: List[int] = dataclasses.field(default_factory=list)
 
+
+# Whitespace other than space and tab (NBSP, U+2028, U+3000, \v, \f, ...):
+# tokens are split at it (str.split) as at a space, which an example's
+# writer may not have meant.
+_OTHER_SPACE = re.compile(r"[^\S \t\r\n]")
+_SAID_OTHER_SPACE = set()
 
 # First lines that name the columns rather than give an example.
 _HEADERS = {("input", "output"), ("source", "target"), ("inputs", "targets"),
@@ -100,6 +107,29 @@ def parse_lines(lines: Iterable[str], source: str = "<string>",
   return rows
 
 
+def _say_other_space(text: str, path: str) -> None:
+  """A warning naming the first line with whitespace other than space and
+  tab (NBSP, U+2028, ...): tokens are split at it as at a space, without a
+  word otherwise. Once a process for a file's name and content (the
+  pipeline reads its copy of the data again)."""
+  if text.isascii() and not any(c in text for c in "\v\f\x1c\x1d\x1e\x1f"):
+    return  # the common case, at C speed: no such character
+  found = _OTHER_SPACE.search(text)
+  if not found:
+    return
+  line = io.StringIO(text[:found.start()], newline=None).read().count(
+      "\n") + 1
+  count = len(_OTHER_SPACE.findall(text))
+  said = (os.path.basename(path), line, found.group(), count)
+  if said in _SAID_OTHER_SPACE:
+    return
+  _SAID_OTHER_SPACE.add(said)
+  logging.warning("%s:%d: U+%04X, a whitespace character other than space "
+                  "and tab: tokens are split at it as at a space (%d such "
+                  "character(s) in the file)", path, line,
+                  ord(found.group()), count)
+
+
 def read_tsv(path: str, skip_malformed: bool = False,
              stats: Optional[ReadStats] = None,
              allow_empty: bool = False) -> List[Example]:
@@ -114,6 +144,7 @@ def read_tsv(path: str, skip_malformed: bool = False,
   # io.StringIO splits lines as reading the file in text mode would.
   rows = parse_lines(io.StringIO(text, newline=None), path, skip_malformed,
                      (2,), stats)
+  _say_other_space(text, path)
   if not rows and not allow_empty:
     if stats.num_skipped:
       raise InputError(f"no examples: all {stats.num_skipped} lines are "
