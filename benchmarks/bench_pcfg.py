@@ -28,6 +28,7 @@ import time
 
 from csl_jax import assets
 from csl_jax.data import cogs
+from csl_jax.data import overlap
 from csl_jax.data import registry
 from csl_jax.data import scan
 from csl_jax.errors import InputError
@@ -37,9 +38,7 @@ from csl_jax.pcfg import pcfg
 from csl_jax.qcfg.output_cfg import load_output_cfg
 
 
-def _bigrams(outputs):
-  return {(a, b) for y in outputs for a, b in zip(["<s>"] + y.split(),
-                                                   y.split() + ["</s>"])}
+_bigrams = overlap.bigrams
 
 
 def main():

@@ -98,10 +98,13 @@ def test_uniform_and_train_programs_by_hand(run):
   # Backtranslations by beam search are keyed on what beam search returns
   # (a finished beam first since session 33); greedy ones keep their key.
   from csl_jax.seq2seq import config as seq2seq_config  # pylint: disable=g-import-not-at-top
-  assert _method(tmp_path).stages(run_data, workdir)[-1].config[
+  def backtranslate(method):
+    return next(s for s in method.stages(run_data, workdir)
+                if s.name == "backtranslate")
+  assert backtranslate(_method(tmp_path)).config[
       "beam_search"] == seq2seq_config.BEAM_SEARCH_VERSION
-  assert "beam_search" not in _method(tmp_path, beam_size=1).stages(
-      run_data, workdir)[-1].config
+  assert "beam_search" not in backtranslate(_method(tmp_path,
+                                                    beam_size=1)).config
   # P_test (oracle): only the test outputs' productions.
   oracle = _run_programs(_method(tmp_path, distribution="test"), run_data,
                         workdir)
@@ -132,6 +135,47 @@ def test_candidates_pair_each_program_with_its_backtranslation(run):
   assert "Backtranslation exact match / BLEU on test (beam 2)" in labels
 
 
+def test_tables_5_and_6_of_the_augmented_training_set_by_hand(run):
+  """Y&K Table 5 against the test part, with and without the pairs, and
+  Table 6's perplexity of the test outputs under the PCFG, counted by
+  hand from TRAIN, TEST and the 12 programs."""
+  tmp_path, run_data = run
+  summary = _run(_method(tmp_path), run_data, str(tmp_path / "w"))
+  st = summary["statistics"]
+  with open(summary["backtranslate"]["candidates"], encoding="utf-8") as f:
+    pairs = [line.split("\t") for line in f.read().splitlines()]
+  out = st["output"]
+  # Original outputs: walk, jump, walk walk, jump walk (6 tokens / 4).
+  # Test outputs `run` and `run jump`: bigrams <s> run, run </s>, run jump,
+  # jump </s>; the training outputs have only `jump </s>`.
+  assert out["original"] == {"average_length": 1.5, "bigram_coverage": 0.25,
+                             "instance_coverage": 0.0,
+                             "instance_examples": 0.0}
+  programs = [p for _, p in pairs]
+  outputs = [y for _, y in TRAIN] + programs
+  assert out["augmented"]["average_length"] == pytest.approx(
+      sum(len(y.split()) for y in outputs) / len(outputs))
+  covered = {"run", "run jump"} & set(programs)
+  assert out["augmented"]["instance_coverage"] == len(covered) / 2
+  # Inputs: the original `do ...` never says `run`.
+  assert st["input"]["original"]["instance_coverage"] == 0.0
+  assert st["input"]["original"]["average_length"] == 2.5
+  # Uniform PCFG: p(S -> V) = 1/2, p(V -> x) = 1/3, so p(run) = 1/6 and
+  # p(run jump) = 1/2 * 1/9 = 1/18: perplexity exp(log(6 * 18) / 3).
+  assert st["perplexity"]["outputs"] == 2 and st["perplexity"]["of"] == 2
+  assert st["perplexity"]["value"] == pytest.approx(108 ** (1 / 3))
+  labels = [label for label, _ in _method(tmp_path).report_rows(summary)]
+  assert any(label.startswith("Table 5, outputs") for label in labels)
+  assert any(label.startswith("Table 6") for label in labels)
+  # P_train gives `run` probability 0: no test output counts.
+  trained = _run(_method(tmp_path, distribution="train"), run_data,
+                 str(tmp_path / "w"))
+  assert trained["statistics"]["perplexity"] == {"value": None,
+                                                 "outputs": 0, "of": 2}
+  # The published candidates are backtranslate's, the stage before.
+  assert list(summary)[-2:] == ["backtranslate", "statistics"]
+
+
 def test_only_changed_stages_rerun(run):
   tmp_path, run_data = run
   workdir = str(tmp_path / "c")
@@ -139,16 +183,20 @@ def test_only_changed_stages_rerun(run):
   shutil.copytree(tmp_path / "w", workdir)
   again = _run(_method(tmp_path), run_data, workdir)
   assert all(s["cached"] for s in again.values())
+  # `statistics` reruns when the candidates' bytes change, whichever
+  # setting changed them.
+  def fresh(summaries):
+    return [n for n, s in summaries.items()
+            if not s["cached"] and n != "statistics"]
   beam = _run(_method(tmp_path, beam_size=1), run_data, workdir)
-  assert [n for n, s in beam.items() if not s["cached"]] == ["backtranslate"]
+  assert fresh(beam) == ["backtranslate"]
   seed = _run(_method(tmp_path, beam_size=1, seed=3), run_data, workdir)
-  assert [n for n, s in seed.items() if not s["cached"]] == [
-      "programs", "backtranslate"]
+  assert fresh(seed) == ["programs", "backtranslate"]
   # Another variant of the run (P_train) reuses the one reverse model.
   other = _run(_method(tmp_path, beam_size=1, distribution="train"),
                run_data, str(tmp_path / "t"))
-  assert [n for n, s in other.items() if not s["cached"]] == [
-      "programs", "backtranslate"]
+  assert fresh(other) == ["programs", "backtranslate"]
+  assert not other["statistics"]["cached"]
   assert other["reverse_model"]["model"] == str(
       tmp_path / "pcfg_bt_reverse_model" / "model")
 
@@ -315,7 +363,8 @@ def test_bundled_reverse_model_trains_there_and_is_imported(run, tmp_path):
   method.bundle = box
   workdir = str(tmp_path / "w")
   stages = method.stages(run_data, workdir)
-  assert [s.name for s in stages] == ["programs", "backtranslate"]
+  assert [s.name for s in stages] == ["programs", "backtranslate",
+                                      "statistics"]
   cache.run_stage(stages[0], stages[0].path(workdir))
   with pytest.raises(bundle.Pending):
     cache.run_stage(stages[1], stages[1].path(workdir))

@@ -5,8 +5,9 @@ run's original data into candidate synthetic pairs. The pipeline
 (`csl_jax.pipeline.augment`) runs its stages in order, each in its own
 directory `RUN/<method>/<stage.name>/`, redoing a stage only when the
 contents of its `inputs` or its `config` change (`csl_jax.pipeline.cache`).
-The last stage's summary names the candidates file (key `candidates`), which
-the pipeline publishes as `RUN/<method>/candidates.tsv`.
+The last stage whose summary names a candidates file (key `candidates`; later
+stages may describe them) has the pipeline publish it as
+`RUN/<method>/candidates.tsv`.
 
 Methods never import each other; what two of them share lives below them
 (`qcfg/`, `cky/`, `data/`).
@@ -84,8 +85,8 @@ class Method(Protocol):
 
   def stages(self, data: RunData, workdir: str) -> List[Stage]:
     """The method's stages; `workdir` is `RUN/<method>/`, stage `s` runs in
-    `workdir/s.name`. The last stage's summary has `candidates`: the path of
-    the TSV of generated pairs."""
+    `workdir/s.name`. A stage's summary has `candidates`: the path of the
+    TSV of generated pairs (the last such stage's are published)."""
 
   def report_rows(self, summaries: Mapping[str, dict]
                   ) -> List[Tuple[str, str]]:

@@ -388,24 +388,27 @@ def _augment(run_dir, dataset, split, data_dir, dataset_options, methods,
     data_key = read_json(os.path.join(data_dir_out, cache.KEY_FILE))["key"]
     for method in chosen:
       workdir = os.path.join(run_dir, method.name)
-      stage_summaries, last_dir = {}, None
+      stage_summaries, stage_dirs = {}, {}
       try:
         for stage in method.stages(run_data, workdir):
-          last_dir = stage.path(workdir)
-          _run(stage, last_dir, method.name, stage_summaries, summary)
+          stage_dirs[stage.name] = stage.path(workdir)
+          _run(stage, stage_dirs[stage.name], method.name, stage_summaries,
+               summary)
       except Pending as e:
         waiting.extend(e.cells)
         hows += [e.how] if e.how else []
         continue
-      last = stage_summaries[list(stage_summaries)[-1]]
-      if "candidates" not in last:
-        raise RuntimeError(f"method {method.name}: the last stage's summary "
-                           "names no `candidates` file")
+      # The last stage that names them (later ones may describe them).
+      writer = next((n for n in reversed(list(stage_summaries))
+                     if "candidates" in stage_summaries[n]), None)
+      if writer is None:
+        raise RuntimeError(f"method {method.name}: no stage's summary "
+                           "names a `candidates` file")
       candidates = os.path.join(workdir, "candidates.tsv")
       # The stage's own file: a cached summary holds the path it was
       # written at, which is another run's in a copied run directory.
-      _publish(os.path.join(last_dir, os.path.basename(last["candidates"])),
-               candidates)
+      _publish(os.path.join(stage_dirs[writer], os.path.basename(
+          stage_summaries[writer]["candidates"])), candidates)
       _publish_shuffled(candidates, os.path.join(workdir, "synthetic.tsv"))
       copies = getattr(method, "writes_token_copies", False)
       selections = []

@@ -174,29 +174,7 @@ def sample_programs(out_dir: str, grammar: str, train: str,
   # pylint: enable=g-import-not-at-top
   cfg = load_output_cfg(grammar)
   train_outputs = _outputs(train)
-  info: Dict[str, Any] = {}
-  if config.distribution == "uniform":
-    try:
-      pcfg = pcfg_lib.uniform(
-          cfg, {t for y in train_outputs for t in y.split()}
-          if config.known_tokens_only else None)
-    except InputError as e:
-      raise InputError(f"{grammar}: {e} (known_tokens_only: the tokens of "
-                       f"the outputs of {train})") from None
-    info = {"productions_used": int((pcfg.probs > 0).sum()),
-            "productions": len(cfg.productions)}
-  else:
-    source = train if config.distribution == "train" else test
-    outputs = train_outputs if source == train else _outputs(source)
-    try:
-      pcfg, info = pcfg_lib.estimate(cfg, outputs, config.distribution)
-    except InputError as e:
-      raise InputError(f"{grammar}: {e} ({source})") from None
-    if info["num_unparsed"]:
-      logging.warning(
-          "pcfg_bt: %d of %d outputs of %s do not parse with %s and are not "
-          "counted, e.g. %r", info["num_unparsed"], len(outputs), source,
-          grammar, info["unparsed"][0])
+  pcfg, info = _estimate(cfg, grammar, train, train_outputs, test, config)
   try:
     programs, stats = pcfg_lib.sample_unique(
         pcfg, config.num_samples, seed=config.seed,
@@ -218,6 +196,79 @@ def sample_programs(out_dir: str, grammar: str, train: str,
                               if programs else 0.0),
       "estimate": info, "sampling": stats, "programs": path}
   atomic_write_json(os.path.join(out_dir, "pcfg.json"), summary)
+  return summary
+
+
+def _estimate(cfg, grammar: str, train: str, train_outputs: Sequence[str],
+              test: Optional[str], config: PCFGBTConfig, warn: bool = True):
+  """(the PCFG of `config.distribution` over `cfg`, its estimate's info)."""
+  from csl_jax.pcfg import pcfg as pcfg_lib  # pylint: disable=g-import-not-at-top
+  info: Dict[str, Any] = {}
+  if config.distribution == "uniform":
+    try:
+      pcfg = pcfg_lib.uniform(
+          cfg, {t for y in train_outputs for t in y.split()}
+          if config.known_tokens_only else None)
+    except InputError as e:
+      raise InputError(f"{grammar}: {e} (known_tokens_only: the tokens of "
+                       f"the outputs of {train})") from None
+    info = {"productions_used": int((pcfg.probs > 0).sum()),
+            "productions": len(cfg.productions)}
+  else:
+    source = train if config.distribution == "train" else test
+    outputs = train_outputs if source == train else _outputs(source)
+    try:
+      pcfg, info = pcfg_lib.estimate(cfg, outputs, config.distribution)
+    except InputError as e:
+      raise InputError(f"{grammar}: {e} ({source})") from None
+    if info["num_unparsed"] and warn:
+      logging.warning(
+          "pcfg_bt: %d of %d outputs of %s do not parse with %s and are not "
+          "counted, e.g. %r", info["num_unparsed"], len(outputs), source,
+          grammar, info["unparsed"][0])
+  return pcfg, info
+
+
+def statistics(out_dir: str, grammar: str, train: str, evaluate: str,
+               test: Optional[str], candidates: str, config: PCFGBTConfig
+               ) -> Dict[str, Any]:
+  """The `statistics` stage: Y&K's Table 5 (average length, test bigram
+  and instance coverage, input and output side) of the training set with
+  and without the backtranslated pairs against the `evaluate` part, and
+  their Table 6 reading through the PCFG: the per-token perplexity of that
+  part's outputs under it."""
+  # pylint: disable=g-import-not-at-top
+  import math
+  from csl_jax.data import overlap
+  from csl_jax.data.tsv import read_tsv
+  from csl_jax.files import atomic_write_json
+  from csl_jax.pcfg import pcfg as pcfg_lib
+  from csl_jax.qcfg.output_cfg import load_output_cfg
+  # pylint: enable=g-import-not-at-top
+  original = read_tsv(train)
+  added = read_tsv(candidates, allow_empty=True)
+  target = read_tsv(evaluate)
+  cfg = load_output_cfg(grammar)
+  pcfg, _ = _estimate(cfg, grammar, train, [y for _, y in original], test,
+                      config, warn=False)
+  summary: Dict[str, Any] = {"part": os.path.basename(evaluate)[:-4]}
+  for side, i in (("input", 0), ("output", 1)):
+    base_side = [e[i] for e in original]
+    summary[side] = {
+        "original": overlap.table5(base_side, [e[i] for e in target]),
+        "augmented": overlap.table5(base_side + [e[i] for e in added],
+                                    [e[i] for e in target])}
+  # log p(y) once per distinct output; perplexity over the examples.
+  outputs = [y for _, y in target]
+  log_p = {y: pcfg_lib.log_prob(pcfg, y) for y in set(outputs)}
+  finite = [y for y in outputs if log_p[y] > -math.inf]
+  tokens = sum(len(y.split()) for y in finite)
+  summary["perplexity"] = {
+      "value": (math.exp(-sum(log_p[y] for y in finite) / tokens)
+                if tokens else None),
+      "outputs": len(finite), "of": len(outputs)}
+  os.makedirs(out_dir, exist_ok=True)
+  atomic_write_json(os.path.join(out_dir, "statistics.json"), summary)
   return summary
 
 
@@ -608,6 +659,18 @@ class PCFGBT:
                           sampling,
                           lambda d: sample_programs(d, grammar, train, test,
                                                     self.config))
+    # Y&K's Tables 5 and 6 against the eval part, after the candidates.
+    described = []
+    if evaluate:
+      pairs = os.path.join(workdir, "backtranslate", "candidates.tsv")
+      described = [base.Stage(
+          "statistics", [grammar, train, evaluate, pairs] + (
+              [test] if test else []),
+          {"distribution": self.config.distribution,
+           "known_tokens_only": self.config.known_tokens_only,
+           "eval_part": self.eval_part},
+          lambda d: statistics(d, grammar, train, evaluate, test, pairs,
+                               self.config))]
     if self.config.reverse_model == "t5x":
       # Absolute: the T5X commands it goes into run from the repository.
       where = os.path.abspath(self.config.t5x_predictions or
@@ -617,7 +680,7 @@ class PCFGBT:
       return [programs, base.Stage(
           "backtranslate", [programs_txt] + files, {"reverse_model": "t5x"},
           lambda d: backtranslate_t5x(d, programs_txt, files, where,
-                                      workdir, data.directory))]
+                                      workdir, data.directory))] + described
     if self.bundle:
       settings = {"model": configs.to_json(model_config),
                   "train": configs.to_json(train_config),
@@ -632,7 +695,7 @@ class PCFGBT:
           lambda d: backtranslate_bundled(
               d, os.path.join(programs_dir, "programs.txt"), data.directory,
               self.eval_part if evaluate else None, self.config,
-              model_config, train_config, self.bundle, settings))]
+              model_config, train_config, self.bundle, settings))] + described
     return [
         programs,
         base.Stage("reverse_model", [train],
@@ -657,7 +720,7 @@ class PCFGBT:
                        d, os.path.join(programs_dir, "programs.txt"),
                        os.path.join(model_dir, "model"), data.directory,
                        self.eval_part if evaluate else None, self.config)),
-    ]
+    ] + described
 
   def report_rows(self, summaries: Mapping[str, dict]
                   ) -> List[Tuple[str, str]]:
@@ -708,6 +771,24 @@ class PCFGBT:
     if "num_programs_unknown_tokens" in b:  # not known of T5X's
       rows.append(("Programs with tokens the reverse model does not know",
                    f'{b["num_programs_unknown_tokens"]:,}'))
+    st = summaries.get("statistics")
+    if st:
+      for side in ("input", "output"):
+        o, a = st[side]["original"], st[side]["augmented"]
+        rows.append((
+            f'Table 5, {side}s: average length / test bigram / instance '
+            f'coverage of {st["part"]} (original -> with the pairs)',
+            f'{o["average_length"]:.2f} -> {a["average_length"]:.2f} / '
+            f'{100 * o["bigram_coverage"]:.1f} -> '
+            f'{100 * a["bigram_coverage"]:.1f}% / '
+            f'{100 * o["instance_coverage"]:.1f} -> '
+            f'{100 * a["instance_coverage"]:.1f}%'))
+      px = st["perplexity"]
+      rows.append((
+          f'Table 6: per-token perplexity of the {st["part"]} outputs under '
+          f'the PCFG (those it gives p > 0)',
+          (f'{px["value"]:.3f}' if px["value"] is not None else '—') +
+          f' ({px["outputs"]:,} of {px["of"]:,})'))
     # utterance ▷ program, as GECA's preview (a tab would split the cell).
     rows += [("Backtranslation preview", x.replace("\t", " ▷ "))
              for x in b.get("preview", [])[:3]]
