@@ -114,8 +114,24 @@ def untied(params, rule_class) -> Dict[str, jnp.ndarray]:
           "context": params["context"]}
 
 
+# XLA's CPU backend (jaxlib 0.10) hands reductions to YNNPACK, whose split
+# of a long reduction over the intra-op threads differs between one thread
+# and several: the README main command's fit under `taskset -c 0` (or on a
+# 1-CPU machine) ended with parameters 2e-5 away from the 2-core box's, and
+# its synthetic.tsv in another order. XLA's own reduction loops add in an
+# order fixed at compile time on any number of threads, and the SCAN fit's
+# steps ran faster with them on 2 cores (BENCHMARKS.md "Issue 17 → A fit's
+# bytes on any number of threads"). So every program of the fit is compiled
+# with YNNPACK for dots only (of the default's dots, convolutions and
+# reductions: the fit has no dot or convolution). The persistent compilation
+# cache keys these options: no program compiled without them is reused.
+FIT_COMPILER_OPTIONS = {
+    "xla_cpu_experimental_ynn_fusion_type":
+        "LIBRARY_FUSION_TYPE_INDIVIDUAL_DOT"}
+fit_jit = functools.partial(jax.jit, compiler_options=FIT_COMPILER_OPTIONS)
+
 # One compiled program, not ~20 eager ones (a first run compiles each).
-_untied_jit = jax.jit(untied)
+_untied_jit = fit_jit(untied)
 
 
 class Dataset:
@@ -368,7 +384,7 @@ def fit(rules: Sequence[Rule], pairs, config: FitConfig, max_nts: int = 4,
 # that fits in one process (resumes, hard-EM refits, tests) share compiles.
 # The learning rate is an argument, not a static setting: a sweep over it
 # (or a rerun with another) reuses the compiled step.
-@functools.partial(jax.jit, static_argnames=("use_mask",))
+@functools.partial(fit_jit, static_argnames=("use_mask",))
 def _train_step(params, opt_state, forests, rule_mask, rule_class,
                 learning_rate, *, use_mask):
   loss, grads = jax.value_and_grad(_loss)(
@@ -446,7 +462,7 @@ def average_log_likelihoods(
           "num_derivable": len(ok), "num_too_long": pairs.num_too_long}
 
 
-_log_likelihood_jit = jax.jit(inside.log_likelihood)
+_log_likelihood_jit = fit_jit(inside.log_likelihood)
 
 
 def _score(params, groups, ctx_index, chunk: int = 4096):
