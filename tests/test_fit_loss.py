@@ -13,18 +13,10 @@ from csl_jax.cky.grammar_arrays import encode_qcfg
 from csl_jax.model import contexts, train, train_reference
 from csl_jax.model.forest_arrays import Layout, common_shape
 from csl_jax.qcfg.rules import parse_rules
+from csl_jax.testing import walk_run
 
-GRAMMAR = parse_rules("""\
-NT_1 twice ### NT_1 NT_1
-NT_1 and NT_2 ### NT_1 NT_2
-NT_1 NT_2 ### NT_1 NT_2
-walk ### W
-run ### R
-walk run ### W R
-""")
-PAIRS = [("walk", "W"), ("walk twice", "W W"), ("walk and run", "W R"),
-         ("walk and run twice", "W R W R"), ("walk run", "W R"),
-         ("run walk and walk twice", "R W W W")]
+GRAMMAR = parse_rules(walk_run.GRAMMAR)
+PAIRS = walk_run.PAIRS
 BATCH, _ = forest_lib.build_forests(encode_qcfg(GRAMMAR, 2), PAIRS)
 CTX = contexts.context_index(GRAMMAR, 2)
 # Every batch padded to one shape: one compiled loss per setting.

@@ -15,17 +15,6 @@ import textwrap
 import numpy as np
 import pytest
 
-GRAMMAR = """\
-NT_1 twice ### NT_1 NT_1
-NT_1 and NT_2 ### NT_1 NT_2
-NT_1 NT_2 ### NT_1 NT_2
-walk ### W
-run ### R
-walk run ### W R
-"""
-PAIRS = [("walk", "W"), ("walk twice", "W W"), ("walk and run", "W R"),
-         ("walk and run twice", "W R W R"), ("walk run", "W R"),
-         ("run walk and walk twice", "R W W W")]
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -43,7 +32,7 @@ _SCRIPT = textwrap.dedent("""\
     from csl_jax.model import contexts, train
     from csl_jax.model.forest_arrays import Layout
     from csl_jax.qcfg.rules import parse_rules
-    from tests.test_fit_threads import GRAMMAR, PAIRS
+    from csl_jax.testing.walk_run import GRAMMAR, PAIRS
     rules = parse_rules(GRAMMAR)
     batch, _ = forest_lib.build_forests(encode_qcfg(rules, 2), PAIRS)
     examples = list(range(len(PAIRS))) * 3000

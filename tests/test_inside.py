@@ -14,15 +14,9 @@ from csl_jax.model import contexts, inside, inside_reference, train
 from csl_jax.model.forest_arrays import pad_forests
 from csl_jax.model.source_forests import source_forest_batch
 from csl_jax.qcfg.rules import parse_rules
+from csl_jax.testing import walk_run
 
-GRAMMAR = parse_rules("""\
-NT_1 twice ### NT_1 NT_1
-NT_1 and NT_2 ### NT_1 NT_2
-NT_1 NT_2 ### NT_1 NT_2
-walk ### W
-run ### R
-walk run ### W R
-""")
+GRAMMAR = parse_rules(walk_run.GRAMMAR)
 PAIRS = [("walk", "W"), ("walk twice", "W W"), ("walk and run", "W R"),
          ("walk and run twice", "W R R"), ("walk and run twice", "W R W R"),
          ("walk run", "W R"), ("walk run twice", "W R W R"),
