@@ -55,6 +55,7 @@ def main():
   parser.add_argument("--seeds", type=int, default=5)
   parser.add_argument("--abstraction", default="auto")
   args = parser.parse_args()
+  args.alphas = sorted(args.alphas)  # "non-increasing in α" reads them so
   os.makedirs(args.out, exist_ok=True)
 
   start = time.perf_counter()
@@ -87,7 +88,8 @@ def main():
           pvals.append(chi_square_p(tmpl[picks], counts))
       rows[str(alpha)] = {
           "covered_mean": float(np.mean(covered)),
-          "covered_std": float(np.std(covered, ddof=1)),
+          "covered_std": (float(np.std(covered, ddof=1))
+                          if len(covered) > 1 else 0.0),
           "entropy_mean": float(np.mean(ent)),
           "duplicates": dups, "chi2_p": pvals}
       print(f"k={k} alpha={alpha}: {np.mean(covered):.1f} templates, "

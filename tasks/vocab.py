@@ -123,8 +123,8 @@ def train_sentencepiece(tsv_paths: Union[str, Iterable[str]],
                  hard_vocab_limit=False, pad_id=0, eos_id=1, unk_id=2,
                  bos_id=-1, normalization_rule_name="identity",
                  minloglevel=2)
-  if longest >= _SPM_MAX_SENTENCE_LENGTH:
-    options["max_sentence_length"] = longest + 1
+  if longest > _SPM_MAX_SENTENCE_LENGTH:
+    options["max_sentence_length"] = longest
   options.update(trainer_options)
   model = io.BytesIO()
   spm.SentencePieceTrainer.train(sentence_iterator=_tsv_fields(tsv_paths),

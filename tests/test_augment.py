@@ -380,3 +380,53 @@ def test_from_python_configure_reads_the_datasets_settings(tmp_path, caplog):
     gin_defaults._CONFIGURED[:] = saved  # pylint: disable=protected-access
     with gin.unlock_config():
       gin.clear_config()
+
+
+class _Described:
+  """A method whose last stage describes the candidates of the one before
+  (as pcfg_bt's statistics); `name_them` False: it forgets to say whose."""
+  name = "described_test"
+  name_them = True
+
+  def stages(self, data, workdir):
+    # pylint: disable-next=g-import-not-at-top
+    from csl_jax.methods import base as method_base
+
+    def make(directory):
+      path = os.path.join(directory, "candidates.tsv")
+      tsv.write_tsv(path, [tsv.Example("walk walk", "I_WALK I_WALK")])
+      return {"candidates": path}
+
+    def describe(directory):
+      del directory
+      return {"candidates_from": "make"} if self.name_them else {}
+
+    return [method_base.Stage("make", [data.train], {}, make),
+            method_base.Stage("describe", [data.train],
+                              {"name_them": self.name_them}, describe)]
+
+  def report_rows(self, summaries):
+    del summaries
+    return []
+
+
+def test_a_last_stage_that_describes_names_whose_candidates(tmp_path,
+                                                           small_scan):
+  """The candidates published are those of the stage the last one names;
+  a last stage that names none is an error, not an earlier file."""
+  # pylint: disable-next=g-import-not-at-top
+  from csl_jax.methods import base as method_base
+  from csl_jax.pipeline import augment as augment_lib  # pylint: disable=g-import-not-at-top
+  method_base.add(_Described.name, _Described)
+  out = str(tmp_path / "run")
+  augment_lib.augment(out, "tsv", data_dir=small_scan,
+                      methods=[_Described.name])
+  assert tsv.read_tsv(os.path.join(out, _Described.name, "candidates.tsv")
+                      ) == [tsv.Example("walk walk", "I_WALK I_WALK")]
+  _Described.name_them = False
+  try:
+    with pytest.raises(RuntimeError, match="nor a `candidates_from` stage"):
+      augment_lib.augment(str(tmp_path / "run2"), "tsv", data_dir=small_scan,
+                          methods=[_Described.name])
+  finally:
+    _Described.name_them = True

@@ -475,7 +475,7 @@ def test_arrays_trainer_trains_a_bundle_here_in_one_call(
   (record,) = first["records"]
   board = os.path.join(record["dir"], "train", "tensorboard")
   assert [s for s, _ in plots.read_scalars(board, "train/loss")]
-  assert plots.read_scalars(board, "test/exact_match") == [
+  assert plots.read_scalars(board, "eval_test/exact_match") == [
       (4, pytest.approx(record["accuracy"]))]
   box = os.path.join(out, runner.BUNDLE_DIR)
   assert bundle.pending_cells(box) == []

@@ -719,7 +719,7 @@ def test_a_cells_exact_match_and_dev_scores_are_in_its_tensorboard(
   acc.Reload()
   assert [(e.step, e.value) for e in acc.Scalars("dev/exact_match")] == [
       (s, pytest.approx(a)) for s, a in history]
-  assert [(e.step, e.value) for e in acc.Scalars("test/exact_match")] == [
+  assert [(e.step, e.value) for e in acc.Scalars("eval_test/exact_match")] == [
       (r["selected_step"], pytest.approx(r["accuracy"]))]
 
 

@@ -129,9 +129,10 @@ def test_a_run_killed_in_its_restarts_says_it_starts_again(uninterrupted,
     cache.run_stage(stage, d)
   said = [r.getMessage() for r in caplog.records]
   assert not [m for m in said if "resum" in m]
-  assert (f"fit: no checkpoint at {os.path.join(d, 'ckpt.msgpack')}: "
-          f"starting at step 0 (a run stopped during its restarts, steps "
-          f"1-{CONFIG.restart_steps}, leaves none)") in said
+  assert (f"fit: starting at step 0, no checkpoint at "
+          f"{os.path.join(d, 'ckpt.msgpack')} (the restarts, steps "
+          f"1-{CONFIG.restart_steps}, write none: a run stopped in them "
+          f"starts again)") in said
   _assert_same(results[0], reference)
 
 

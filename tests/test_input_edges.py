@@ -124,6 +124,29 @@ def test_out_of_another_command_is_refused(tmp_path, capsys):
   for _ in range(2):  # a rerun into its own directory
     assert cli.main(["parse", "--model", model, "--data", str(data),
                      "--out", parsed]) == 0
+  # Gin flags may stand before the subcommand: still the same command.
+  ev = str(tmp_path / "ev")
+  gin_file = tmp_path / "empty.gin"
+  gin_file.write_text("")
+  for _ in range(2):
+    assert cli.main([f"--gin_file={gin_file}", "evaluate", "--predictions",
+                     os.path.join(parsed, "predictions.tsv"),
+                     "--out", ev]) == 0
+
+
+def test_unlabeled_copies_with_unlabeled_bound_in_gin(tmp_path, capsys):
+  """The check is the fit's, where gin's values are known: --unlabeled
+  bound in gin is as good as the flag."""
+  data = _tsv_dir(tmp_path)
+  (data / "g.qcfg").write_text("walk ### I_WALK\n")
+  (data / "u.txt").write_text("walk\n")
+  argv = ["fit", "--grammar", str(data / "g.qcfg"), "--train",
+          str(data / "train.tsv"), "--unlabeled_copies", "2",
+          f"--gin.fit.unlabeled='{data / 'u.txt'}'", "--out",
+          str(tmp_path / "o")]
+  code = cli.main(argv)
+  assert "needs fit.unlabeled" not in capsys.readouterr().err
+  assert code == 0
 
 
 # ------------------------------------------------------------ output CFGs --
@@ -526,7 +549,7 @@ def test_gin_binding_error_names_the_binding(tmp_path, capsys):
       "{data}"], "--runs is read by --score learning, not --score length"),
     (["fit", "--grammar", "{data}/g.qcfg", "--train", "{data}/train.tsv",
       "--unlabeled_copies", "3"],
-     "--unlabeled_copies needs --unlabeled"),
+     "fit.unlabeled_copies (--unlabeled_copies) needs fit.unlabeled"),
 ])
 def test_a_flag_that_would_go_unread_is_refused(tmp_path, capsys, argv,
                                                  fragment):

@@ -172,8 +172,10 @@ def test_tables_5_and_6_of_the_augmented_training_set_by_hand(run):
                  str(tmp_path / "w"))
   assert trained["statistics"]["perplexity"] == {"value": None,
                                                  "outputs": 0, "of": 2}
-  # The published candidates are backtranslate's, the stage before.
+  # The pipeline publishes backtranslate's candidates, which it names.
   assert list(summary)[-2:] == ["backtranslate", "statistics"]
+  assert st["candidates_from"] == "backtranslate"
+  assert "candidates" not in st
 
 
 def test_only_changed_stages_rerun(run):

@@ -32,10 +32,6 @@ def add_parser(subparsers) -> None:
 
 def main(args: argparse.Namespace) -> int:
   from csl_jax.methods.csl import fit as fit_lib  # pylint: disable=g-import-not-at-top
-  if args.unlabeled_copies is not None and not args.unlabeled:
-    # Else unread, unsaid: the fit has no pseudo-labels to copy.
-    raise InputError("--unlabeled_copies needs --unlabeled (the inputs whose "
-                     "pseudo-labels it copies)")
   stage.run(args.out, fit_lib.fit, args.grammar, args.train,
             **stage.given(args, "eval", "output_cfg", "unlabeled",
                           "unlabeled_copies", "max_source_len",

@@ -141,9 +141,15 @@ def _check_out_owner(path: str, subcommand: str) -> None:
   except (OSError, ValueError, AttributeError):
     return  # not ours to judge
   words = command.split() if isinstance(command, str) else []
-  if len(words) < 2 or words[0] != "csl-jax" or words[1] == subcommand:
+  if len(words) < 2 or words[0] != "csl-jax":
     return
-  raise InputError(f"holds the summary of `csl-jax {words[1]}`, which this "
+  try:  # gin flags may stand before the subcommand
+    rest = _split_gin_flags(words[1:])[2]
+  except InputError:
+    return
+  if not rest or rest[0] == subcommand:
+    return
+  raise InputError(f"holds the summary of `csl-jax {rest[0]}`, which this "
                    f"`csl-jax {subcommand}` would overwrite: give --out "
                    "another directory", summary)
 

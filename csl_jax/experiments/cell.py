@@ -252,9 +252,10 @@ def stage(cell: grid_lib.Cell, run_dir: str, synthetic: Optional[str],
 
 def _board_scores(directory: str, summary: Mapping[str, Any]) -> None:
   """Each eval part's exact match (GOODDEV: of its scored rows) as
-  `<part>/exact_match` in the cell's TensorBoard directory, at the step of
-  the parameters decoded: the selected checkpoint's, else the last. The
-  dev scores of the selection are the trainer's own (`dev/exact_match`)."""
+  `eval_<part>/exact_match` in the cell's TensorBoard directory, at the
+  step of the parameters decoded: the selected checkpoint's, else the last.
+  The dev scores of the selection are the trainer's own (`dev/exact_match`;
+  a part named `dev` is then `eval_dev`, another series)."""
   train = summary["train"]
   step = train.get("selected_step")
   step = train.get("steps") if step is None else step
@@ -264,7 +265,8 @@ def _board_scores(directory: str, summary: Mapping[str, Any]) -> None:
   writer = TensorBoardWriter(board)
   try:
     for part, scores in summary["parts"].items():
-      writer.scalars({"exact_match": scores["accuracy"]}, int(step), part)
+      writer.scalars({"exact_match": scores["accuracy"]}, int(step),
+                     f"eval_{part}")
   finally:
     writer.close()
 

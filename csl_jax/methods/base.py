@@ -5,8 +5,9 @@ run's original data into candidate synthetic pairs. The pipeline
 (`csl_jax.pipeline.augment`) runs its stages in order, each in its own
 directory `RUN/<method>/<stage.name>/`, redoing a stage only when the
 contents of its `inputs` or its `config` change (`csl_jax.pipeline.cache`).
-The last stage whose summary names a candidates file (key `candidates`; later
-stages may describe them) has the pipeline publish it as
+The last stage's summary names the candidates file (key `candidates`), or the
+earlier stage whose summary does (`candidates_from`: a last stage that
+describes them), and the pipeline publishes it as
 `RUN/<method>/candidates.tsv`.
 
 Methods never import each other; what two of them share lives below them
@@ -85,8 +86,9 @@ class Method(Protocol):
 
   def stages(self, data: RunData, workdir: str) -> List[Stage]:
     """The method's stages; `workdir` is `RUN/<method>/`, stage `s` runs in
-    `workdir/s.name`. A stage's summary has `candidates`: the path of the
-    TSV of generated pairs (the last such stage's are published)."""
+    `workdir/s.name`. The last stage's summary has `candidates`: the path
+    of the TSV of generated pairs, or `candidates_from`: the name of an
+    earlier stage whose summary has it."""
 
   def report_rows(self, summaries: Mapping[str, dict]
                   ) -> List[Tuple[str, str]]:

@@ -305,10 +305,11 @@ def fit(rules: Sequence[Rule], pairs, config: FitConfig, max_nts: int = 4,
                       "config; starting afresh", checkpoint)
   elif checkpoint:
     # Said, not left to the stage cache's "resuming": a run killed during
-    # the restarts (never checkpointed) is redone from step 0 here.
-    logging.info("fit: no checkpoint at %s: starting at step 0%s",
-                 checkpoint, f" (a run stopped during its restarts, steps "
-                 f"1-{_main_start(config)}, leaves none)"
+    # the restarts (never checkpointed) is redone from step 0 here. Worded
+    # to be true of a fresh run too, which cannot be told apart.
+    logging.info("fit: starting at step 0, no checkpoint at %s%s",
+                 checkpoint, f" (the restarts, steps 1-{_main_start(config)}"
+                 f", write none: a run stopped in them starts again)"
                  if config.num_restarts > 1 else "")
 
   use_mask = config.batch_rule_normalizer

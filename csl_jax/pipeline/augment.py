@@ -398,12 +398,15 @@ def _augment(run_dir, dataset, split, data_dir, dataset_options, methods,
         waiting.extend(e.cells)
         hows += [e.how] if e.how else []
         continue
-      # The last stage that names them (later ones may describe them).
-      writer = next((n for n in reversed(list(stage_summaries))
-                     if "candidates" in stage_summaries[n]), None)
-      if writer is None:
-        raise RuntimeError(f"method {method.name}: no stage's summary "
-                           "names a `candidates` file")
+      # The last stage's, or the earlier stage's it names (a last stage
+      # that describes them, as pcfg_bt's statistics).
+      last = list(stage_summaries)[-1]
+      writer = (last if "candidates" in stage_summaries[last] else
+                stage_summaries[last].get("candidates_from"))
+      if "candidates" not in stage_summaries.get(writer, {}):
+        raise RuntimeError(f"method {method.name}: the last stage's summary "
+                           "names no `candidates` file, nor a "
+                           "`candidates_from` stage that does")
       candidates = os.path.join(workdir, "candidates.tsv")
       # The stage's own file: a cached summary holds the path it was
       # written at, which is another run's in a copied run directory.

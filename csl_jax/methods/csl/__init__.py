@@ -123,6 +123,7 @@ class CSL:
     config, files = _stage_config(fit_lib.fit,
                                   ("out_dir", "grammar", "train_data"),
                                   ("csl_jax.model.train", "FitConfig"))
+    config["version"] = fit_lib.VERSION
     model_files = _model_files(model_dir,
                                "output_cfg" in config.get("file_params", ()))
     stages.append(base.Stage(

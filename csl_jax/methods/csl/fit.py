@@ -63,6 +63,12 @@ _OUTPUTS = ("checkpoint.msgpack", "checkpoint_semi_supervised.msgpack",
             "pseudo_labeled.tsv")
 
 
+# In the pipeline's fit stage key: 2 since the fit's programs are compiled
+# with `model.train.FIT_COMPILER_OPTIONS` (other last bits, so other
+# samples): a fit made before is made again, not kept beside new ones.
+VERSION = 2
+
+
 @gin.configurable(module="fit")
 def fit(out_dir: str, grammar: str, train_data: str,
         eval_data: Optional[str] = None, max_nts: int = 4,
@@ -109,6 +115,11 @@ def fit(out_dir: str, grammar: str, train_data: str,
                      "fit.forest_shards >= 1")
   if unlabeled_copies < 1:
     raise InputError(f"unlabeled_copies must be >= 1, not {unlabeled_copies}")
+  if unlabeled_copies != 1 and not unlabeled:
+    # Else unread, unsaid: the fit has no pseudo-labels to copy.
+    raise InputError("fit.unlabeled_copies (--unlabeled_copies) needs "
+                     "fit.unlabeled (--unlabeled: the inputs whose "
+                     "pseudo-labels it copies)")
   for name in _OUTPUTS:  # else an IsADirectoryError traceback, late
     if os.path.isdir(os.path.join(out_dir, name)):
       raise InputError(f"is a directory where the fit writes its {name}: "

@@ -1,6 +1,6 @@
 """PCFG sampling of programs + backtranslation (Yao & Koller) as a method.
 
-Three stages under `RUN/pcfg_bt/`:
+Stages under `RUN/pcfg_bt/`:
   programs/        the PCFG over the output CFG (`distribution`: train =
                    fractional counts over the parses of the training
                    outputs, uniform = 1/k, test = counts on the run's test
@@ -10,6 +10,9 @@ Three stages under `RUN/pcfg_bt/`:
                    training pairs (SeqIO task NAME_reversed).
   backtranslate/   each program decoded into an utterance (beam
                    `beam_size`): `candidates.tsv` (utterance<TAB>program).
+  statistics/      with an eval part: Y&K's Table 5 of the training set
+                   without and with the pairs, and the eval outputs'
+                   perplexity under the PCFG (`statistics.json`).
 With `reverse_model = "t5x"` the reverse model is T5 (Y&K's), trained and
 decoded by T5X on the SeqIO tasks NAME_reversed and NAME_<m>_programs
 (`gin/t5x/*_reversed.gin`, `gin/t5x/backtranslate.gin`): there is no
@@ -251,7 +254,8 @@ def statistics(out_dir: str, grammar: str, train: str, evaluate: str,
   cfg = load_output_cfg(grammar)
   pcfg, _ = _estimate(cfg, grammar, train, [y for _, y in original], test,
                       config, warn=False)
-  summary: Dict[str, Any] = {"part": os.path.basename(evaluate)[:-4]}
+  summary: Dict[str, Any] = {"part": os.path.basename(evaluate)[:-4],
+                             "candidates_from": "backtranslate"}
   for side, i in (("input", 0), ("output", 1)):
     base_side = [e[i] for e in original]
     summary[side] = {
