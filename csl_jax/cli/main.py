@@ -188,11 +188,10 @@ def configure_gin(module, args: argparse.Namespace, files: List[str],
                      f"{_unknown_configurable_hint(str(e), args)}") from None
 
 
-def _check_gin_files(files: List[str]) -> None:
-  """Gin opens its files itself, and says of a directory "Unable to open
-  file", of bytes that are not UTF-8 a codec error naming no file, of a
-  byte-order mark "Unexpected token": each file given, and what it
-  includes, is read first, so that these name the file (and line)."""
+def _gin_files_and_includes(files: List[str], read):
+  """(path, text) of each gin file given and each it includes, once, as
+  gin finds them; `read(path)` gives the text. A name not found is passed
+  over: gin's own message names the paths it searched."""
   seen = set()
   todo = list(files)
   while todo:
@@ -200,16 +199,28 @@ def _check_gin_files(files: List[str]) -> None:
     path = next((os.path.join(root, name) for root in ("",) + _gin_roots()
                  if os.path.exists(os.path.join(root, name))), None)
     if path is None or path in seen:
-      continue  # not found: gin's message names the paths it searched
+      continue
     seen.add(path)
+    text = read(path)
+    yield path, text
+    todo += re.findall(r"^include\s+['\"]([^'\"]+)['\"]", text, re.M)
+
+
+def _check_gin_files(files: List[str]) -> None:
+  """Gin opens its files itself, and says of a directory "Unable to open
+  file", of bytes that are not UTF-8 a codec error naming no file, of a
+  byte-order mark "Unexpected token": each file given, and what it
+  includes, is read first, so that these name the file (and line)."""
+  def read(path):
     if not os.path.isdir(path):
       with open(path, "rb") as f:
         if f.read(3) == b"\xef\xbb\xbf":
           raise InputError("starts with a UTF-8 byte-order mark, which gin "
                            "does not read: save the file without it", path,
                            1)
-    text = read_text(path)  # a directory, not UTF-8: named, with the line
-    todo += re.findall(r"^include\s+['\"]([^'\"]+)['\"]", text, re.M)
+    return read_text(path)  # a directory, not UTF-8: named, with the line
+  for _ in _gin_files_and_includes(files, read):
+    pass
 
 
 def _binding_of(message: str, bindings: List[str]) -> str:
@@ -251,17 +262,12 @@ def _token_error(error: tokenize.TokenError, files: List[str]) -> str:
   # From an included file gin wraps it: "('EOF in ...', (2, 0))\n  In file".
   inner = re.search(r"\('([^']*)', \(\d+, \d+\)\)", what)
   what = inner.group(1) if inner else _one_line(what)
-  seen = set()
-  todo = list(files)
-  while todo:
-    name = todo.pop(0)
-    path = next((os.path.join(root, name) for root in ("",) + _gin_roots()
-                 if os.path.isfile(os.path.join(root, name))), None)
-    if path is None or path in seen:
-      continue
-    seen.add(path)
+  def read(path):
+    if os.path.isdir(path):
+      return ""
     with open(path, encoding="utf-8", errors="replace") as f:
-      text = f.read()
+      return f.read()
+  for path, text in _gin_files_and_includes(files, read):
     try:
       for _ in tokenize.generate_tokens(iter(text.splitlines(True)).__next__):
         pass
@@ -269,7 +275,6 @@ def _token_error(error: tokenize.TokenError, files: List[str]) -> str:
       line = e.args[1][0] if len(e.args) > 1 else "?"
       return (f"{path}:{line}: gin configuration: {what} (a bracket or "
               "string left open above)")
-    todo += re.findall(r"^include\s+['\"]([^'\"]+)['\"]", text, re.M)
   return (f"gin configuration: {what} in a --gin. binding (a bracket or "
           "string left open)")
 
