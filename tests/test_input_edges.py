@@ -632,3 +632,34 @@ def test_whitespace_other_than_space_and_tab_is_said(tmp_path, caplog):
   (tmp_path / "plain.tsv").write_text("walk\tW\n")
   tsv.read_tsv(str(tmp_path / "plain.tsv"))
   assert not caplog.records
+
+
+def test_an_error_that_leaves_threads_ends_the_process_at_once(monkeypatch):
+  """A damaged checkpoint's other reads fail later in orbax's threads;
+  at the interpreter's teardown they printed tracebacks after the one-line
+  error. Such an error ends the process at once (os._exit), others exit
+  as usual."""
+  exits = []
+
+  def ended(how):
+    def end(code):
+      exits.append((how, code))
+      raise SystemExit(code)  # neither returns
+    return end
+  monkeypatch.setattr(cli.os, "_exit", ended("os"))
+  monkeypatch.setattr(cli.sys, "exit", ended("sys"))
+
+  def failing(flagged):
+    def main(freeze_imports=False):
+      del freeze_imports
+      if flagged:
+        cli._EXIT_AT_ONCE.append(True)  # pylint: disable=protected-access
+      return 2
+    return main
+
+  monkeypatch.setattr(cli, "_EXIT_AT_ONCE", [])
+  for flagged in (False, True):
+    monkeypatch.setattr(cli, "main", failing(flagged))
+    with pytest.raises(SystemExit):
+      cli.run()
+  assert exits == [("sys", 2), ("os", 2)]

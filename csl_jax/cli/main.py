@@ -328,6 +328,8 @@ def main(argv: Optional[List[str]] = None, *,
       gc.freeze()
     return SUBCOMMANDS[args.subcommand].main(args) or 0
   except InputError as e:
+    if getattr(e, "exit_at_once", False):
+      _EXIT_AT_ONCE.append(True)
     return stage.report_input_error(e)
   except OSError as e:
     # The machine's, not the program's: a full disk, a read-only or
@@ -349,9 +351,15 @@ def main(argv: Optional[List[str]] = None, *,
     return 130
 
 
+# An error after which native threads are left running (orbax's reads of a
+# damaged checkpoint): their tracebacks at the interpreter's teardown would
+# follow the one-line error.
+_EXIT_AT_ONCE: List[bool] = []
+
+
 def run() -> None:
   code = main(freeze_imports=True)
-  if code == 130:
+  if code == 130 or (code == 2 and _EXIT_AT_ONCE):
     # Ctrl-C can land while native threads run (XLA's, orbax's async save);
     # the interpreter's teardown beside them once ended in a glibc abort.
     # Nothing is left to write: checkpoints are atomic and the rerun

@@ -397,10 +397,14 @@ def restore(manager: ocp.CheckpointManager, state, step=None):
   except (ValueError, OSError) as e:  # tensorstore's DATA_LOSS, a cut file
     first = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
     where = os.path.join(os.fspath(manager.directory), str(step))
-    raise InputError(
+    error = InputError(
         f"checkpoint {step} cannot be read ({first}); remove it to resume "
         "from the one before, or the run's directory to train afresh",
-        where) from None
+        where)
+    # orbax's reads of the other arrays fail later, in threads, against a
+    # closed event loop: a command ends at once after its one line.
+    error.exit_at_once = True
+    raise error from None
   return state.replace(**restored)
 
 
