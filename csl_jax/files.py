@@ -1,24 +1,37 @@
 """Atomic writes of text and JSON artifacts (never pickle); checked reads
 of the user's text inputs."""
 
+import contextlib
 import errno
 import hashlib
 import io
 import json
 import os
-from typing import Any, Callable, Iterable, Union
+import shutil
+from typing import Any, Callable, Iterable, Iterator, Union
 
 from csl_jax.errors import InputError
+
+
+@contextlib.contextmanager
+def _atomic(path: str) -> Iterator[str]:
+  """A temporary path beside `path` to write; moved onto `path` when the
+  block ends, removed if it raises (a full disk leaves no partial file)."""
+  path = os.fspath(path)
+  os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+  tmp = f"{path}.tmp.{os.getpid()}"
+  try:
+    yield tmp
+    os.replace(tmp, path)
+  finally:
+    if os.path.exists(tmp):
+      os.remove(tmp)
 
 
 def atomic_write_text(path: str, text: Union[str, Iterable[str]]) -> None:
   """Writes a file so that readers never see a partial one. `text` may be
   an iterable of pieces, written as they come (memory: one piece)."""
-  path = os.fspath(path)
-  directory = os.path.dirname(os.path.abspath(path))
-  os.makedirs(directory, exist_ok=True)
-  tmp = f"{path}.tmp.{os.getpid()}"
-  try:
+  with _atomic(path) as tmp:
     with io.open(tmp, "w", encoding="utf-8", newline="\n") as f:
       if isinstance(text, str):
         f.write(text)
@@ -26,11 +39,12 @@ def atomic_write_text(path: str, text: Union[str, Iterable[str]]) -> None:
         f.writelines(text)
       f.flush()
       os.fsync(f.fileno())
-  except BaseException:
-    if os.path.exists(tmp):
-      os.remove(tmp)
-    raise
-  os.replace(tmp, path)
+
+
+def atomic_copy(src: str, dst: str) -> None:
+  """`src`'s bytes at `dst`, which readers never see partial."""
+  with _atomic(dst) as tmp:
+    shutil.copyfile(src, tmp)
 
 
 def atomic_write_json(path: str, obj: Any) -> None:
@@ -91,18 +105,11 @@ def read_json(path: str) -> Any:
 
 def atomic_write_bytes(path: str, data: bytes) -> None:
   """Binary twin of atomic_write_text (array checkpoints, msgpack)."""
-  path = os.fspath(path)
-  os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-  tmp = f"{path}.tmp.{os.getpid()}"
-  try:
+  with _atomic(path) as tmp:
     with open(tmp, "wb") as f:
       f.write(data)
       f.flush()
       os.fsync(f.fileno())
-    os.replace(tmp, path)
-  finally:  # a full disk leaves no partial file behind
-    if os.path.exists(tmp):
-      os.remove(tmp)
 
 
 def atomic_save_figure(fig, path: str, dpi: int = 100) -> str:

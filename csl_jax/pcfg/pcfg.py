@@ -17,7 +17,8 @@ import collections
 import dataclasses
 import functools
 import math
-from typing import Any, Collection, Dict, List, Optional, Sequence, Tuple
+from typing import (Any, Collection, Dict, List, Mapping, Optional, Sequence,
+                    Tuple)
 
 import numpy as np
 
@@ -147,10 +148,17 @@ def log_prob(pcfg: PCFG, output: str) -> float:
   return math.log(z) if z > 0 else -math.inf
 
 
-def perplexity(pcfg: PCFG, outputs: Sequence[str]) -> float:
+def log_probs(pcfg: PCFG, outputs: Sequence[str]) -> Dict[str, float]:
+  """log p(y) of each distinct output (a test set repeats outputs)."""
+  return {y: log_prob(pcfg, y) for y in set(outputs)}
+
+
+def perplexity(pcfg: PCFG, outputs: Sequence[str],
+               scored: Optional[Mapping[str, float]] = None) -> float:
   """Per-token perplexity exp(-sum log p(y) / sum |y|) (Y&K Table 6);
-  inf when an output has probability 0."""
-  total = sum(log_prob(pcfg, y) for y in outputs)
+  inf when an output has probability 0. `scored`: `log_probs`' of them."""
+  scored = log_probs(pcfg, outputs) if scored is None else scored
+  total = sum(scored[y] for y in outputs)
   tokens = sum(len(y.split()) for y in outputs)
   return math.exp(-total / max(tokens, 1)) if total > -math.inf else math.inf
 

@@ -16,7 +16,6 @@ One process at a time holds the directory (`lock.run_lock`).
 
 import hashlib
 import os
-import shutil
 from typing import (Any, Dict, List, Mapping, Optional, Sequence, Tuple,
                     Union)
 
@@ -29,6 +28,7 @@ from csl_jax.data import token_copies
 from csl_jax.data import tsv
 from csl_jax.errors import InputError
 from csl_jax.errors import Pending
+from csl_jax.files import atomic_copy
 from csl_jax.files import atomic_write_bytes
 from csl_jax.files import atomic_write_json
 from csl_jax.files import read_json
@@ -50,13 +50,7 @@ def _publish(src: str, dst: str) -> None:
   """Atomic copy, skipped when `dst` already has the same bytes."""
   if os.path.exists(dst) and cache.file_hash(dst) == cache.file_hash(src):
     return
-  tmp = f"{dst}.tmp.{os.getpid()}"
-  try:
-    shutil.copyfile(src, tmp)
-    os.replace(tmp, dst)
-  finally:  # a full disk leaves no partial copy behind
-    if os.path.exists(tmp):
-      os.remove(tmp)
+  atomic_copy(src, dst)
 
 
 def _publish_shuffled(src: str, dst: str) -> None:

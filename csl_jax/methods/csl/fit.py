@@ -18,6 +18,7 @@ from csl_jax.cky import forest
 from csl_jax.data import tsv
 from csl_jax.errors import InputError
 from csl_jax.files import read_text
+from csl_jax.model import csl_model
 from csl_jax.model.csl_model import CSLModel
 from csl_jax.qcfg.output_cfg import check_training_outputs
 from csl_jax.qcfg.output_cfg import load_output_cfg
@@ -58,9 +59,9 @@ def _bounded_pairs(path: str, max_source_len: int, max_target_len: int,
 
 
 # The files a fit writes (and resumes from) in its directory.
-_OUTPUTS = ("checkpoint.msgpack", "checkpoint_semi_supervised.msgpack",
-            "params.npz", "model.json", "grammar.qcfg", "output.cfg",
-            "pseudo_labeled.tsv")
+_OUTPUTS = csl_model.FILES + (
+    "output.cfg", "checkpoint.msgpack", "checkpoint_semi_supervised.msgpack",
+    "pseudo_labeled.tsv")
 
 
 # In the pipeline's fit stage key: 2 since the fit's programs are compiled

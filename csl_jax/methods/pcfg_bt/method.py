@@ -262,14 +262,14 @@ def statistics(out_dir: str, grammar: str, train: str, evaluate: str,
         "original": overlap.table5(base_side, [e[i] for e in target]),
         "augmented": overlap.table5(base_side + [e[i] for e in added],
                                     [e[i] for e in target])}
-  # log p(y) once per distinct output; perplexity over the examples.
+  # Over the examples the PCFG gives p > 0 (P_train gives an output with
+  # an unseen rule none).
   outputs = [y for _, y in target]
-  log_p = {y: pcfg_lib.log_prob(pcfg, y) for y in set(outputs)}
-  finite = [y for y in outputs if log_p[y] > -math.inf]
-  tokens = sum(len(y.split()) for y in finite)
+  scored = pcfg_lib.log_probs(pcfg, outputs)
+  finite = [y for y in outputs if scored[y] > -math.inf]
   summary["perplexity"] = {
-      "value": (math.exp(-sum(log_p[y] for y in finite) / tokens)
-                if tokens else None),
+      "value": (pcfg_lib.perplexity(pcfg, finite, scored)
+                if finite else None),
       "outputs": len(finite), "of": len(outputs)}
   os.makedirs(out_dir, exist_ok=True)
   atomic_write_json(os.path.join(out_dir, "statistics.json"), summary)
