@@ -272,6 +272,21 @@ def test_every_shipped_gin_file_parses(path, clear_gin):
   gin.parse_config_files_and_bindings([path], [], finalize_config=False)
 
 
+@pytest.mark.parametrize("path", [p for p in _gin_files()
+                                  if p.startswith("gin/seq2seq/")])
+def test_seq2seq_gin_files_bind_only_the_model(path):
+  """gin/seq2seq files serve `train` and augment's reverse models, which
+  load no experiment runner: a binding of anything else there would be an
+  error for them (the reason gin/seq2seq/cpu_small.gin exists apart from
+  gin/experiments/cpu_small.gin)."""
+  root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+  with open(os.path.join(root, path)) as f:
+    lines = [l.strip() for l in f if l.strip() and not l.startswith("#")]
+  assert lines
+  for line in lines:
+    assert line.startswith(("seq2seq.", "include 'gin/seq2seq/")), line
+
+
 def test_parse_help_gives_the_parsers_default_k(capsys):
   from csl_jax.model import viterbi  # pylint: disable=g-import-not-at-top
   with pytest.raises(SystemExit):
