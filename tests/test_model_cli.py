@@ -203,3 +203,62 @@ def test_a_fit_killed_in_its_restarts_leaves_one_curve(tmp_path,
   monkeypatch.setattr(summaries.time, "time", lambda: now() + 60.0)
   fit_lib.fit(out, str(grammar), data, config=config, summary_every=2)
   assert curve(out) == curve(str(tmp_path / "whole"))
+
+
+def test_a_refit_killed_and_rerun_leaves_one_curve(tmp_path, monkeypatch):
+  """The refit's scalars follow the fit's on one step axis (its own count
+  starts at 1 again), and a refit killed and rerun drops what the kill
+  lost: TensorBoard shows the uninterrupted run's curve."""
+  # pylint: disable=g-import-not-at-top
+  from tensorboard.backend.event_processing import event_accumulator
+  from csl_jax import summaries
+  from csl_jax.methods.csl import fit as fit_lib
+  from csl_jax.model import train as train_lib
+  # pylint: enable=g-import-not-at-top
+  monkeypatch.setattr(summaries, "FLUSH_SECONDS", 0.0)  # all on disk
+  grammar = tmp_path / "g.qcfg"
+  grammar.write_text(GRAMMAR)
+  data = write_pairs(tmp_path / "train.tsv", _train())
+  unlabeled = tmp_path / "unlabeled.txt"
+  unlabeled.write_text("walk twice twice\nlook twice twice\n")
+  config = train_lib.FitConfig(learning_rate=0.1, num_steps=20,
+                               checkpoint_every=5)
+
+  def curve(out):
+    acc = event_accumulator.EventAccumulator(
+        os.path.join(out, "tensorboard"))
+    acc.Reload()
+    return [(e.step, e.value) for e in acc.Scalars("train/neg_log_p_xy")]
+
+  def run(out):
+    fit_lib.fit(out, str(grammar), data, config=config, summary_every=2,
+                unlabeled=str(unlabeled), unlabeled_copies=2)
+
+  run(str(tmp_path / "whole"))
+  whole = curve(str(tmp_path / "whole"))
+  assert [s for s, _ in whole] == [1] + list(range(2, 21, 2)) + [21] + list(
+      range(22, 41, 2))
+  real = train_lib.fit
+  calls = []
+
+  def killed(*args, **kw):
+    calls.append(1)
+    if len(calls) == 1:
+      return real(*args, **kw)
+
+    def on_step(step, loss):
+      args[5](step, loss)
+      if step == 13:  # the refit checkpointed step 10, wrote up to 32
+        raise KeyboardInterrupt
+    return real(*args[:5], on_step, **kw)
+
+  out = str(tmp_path / "killed")
+  monkeypatch.setattr(train_lib, "fit", killed)
+  with pytest.raises(KeyboardInterrupt):
+    run(out)
+  assert [s for s, _ in curve(out)][-2:] == [30, 32]
+  monkeypatch.setattr(train_lib, "fit", real)
+  now = summaries.time.time
+  monkeypatch.setattr(summaries.time, "time", lambda: now() + 60.0)
+  run(out)
+  assert curve(out) == whole

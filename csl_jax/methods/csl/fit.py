@@ -158,18 +158,20 @@ def fit(out_dir: str, grammar: str, train_data: str,
   bar = progress(total=config.num_steps, desc="fit", unit="step",
                   mininterval=1.0)
   last = [0]  # the step the bar counts up to: a resumed fit starts later
-  refit = [False]  # the refit's steps count from 1 again: nothing to drop
+  # TensorBoard's steps run on through the refit (whose own count starts at
+  # 1 again): one curve, and a refit killed and rerun drops what it lost.
+  offset = [0]
 
   def on_step(step, loss):
     if step - 1 > last[0]:  # resumed from a checkpoint of step - 1
       start_at(bar, step - 1)
-    if not writers and not refit[0]:
-      writer(step - 1)
+    if not writers:
+      writer(offset[0] + step - 1)
     bar.update(1)
     last[0] = step
     if step % summary_every == 0 or step == 1:
       bar.set_postfix(loss=f"{loss:.4f}")
-      writer().scalar("train/neg_log_p_xy", loss, step)
+      writer().scalar("train/neg_log_p_xy", loss, offset[0] + step)
 
   lengths = dict(max_source_len=max_source_len, max_target_len=max_target_len)
   builder = None
@@ -216,7 +218,7 @@ def fit(out_dir: str, grammar: str, train_data: str,
     bar = progress(total=config.num_steps, desc="refit", unit="step",
                    mininterval=1.0)
     last[0] = 0
-    refit[0] = True
+    offset[0] = len(history)
     pairs = pairs + labeled * unlabeled_copies
     # Pseudo-labels over the bounds are dropped (and counted), not fatal.
     params, history, data = train.fit(
@@ -238,7 +240,7 @@ def fit(out_dir: str, grammar: str, train_data: str,
       forest_seconds=round(data.forest_seconds, 3),
       train_log_p_xy=figures["log_p_xy"],
       train_log_p_y_given_x=figures["log_p_y_given_x"])
-  step = len(history)
+  step = offset[0] + len(history)
   writer().scalar("train/log_p_y_given_x", figures["log_p_y_given_x"], step)
   if held is not None:
     figures = train.average_log_likelihoods(params, rules, data, held,
