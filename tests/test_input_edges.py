@@ -629,6 +629,20 @@ def test_whitespace_other_than_space_and_tab_is_said(tmp_path, caplog):
       "tokens are split at it as at a space (2 such character(s) in the "
       "file)"]
   caplog.clear()
+  # Another file of the same name and first such line: said too (a copy,
+  # the pipeline's of the data, is not).
+  (tmp_path / "other").mkdir()
+  other = tmp_path / "other" / "t.tsv"
+  other.write_text("walk\tW\nlook\u00a0twice\tL L\nrun\u2028\tR\n",
+                   encoding="utf-8")
+  (tmp_path / "copy").mkdir()
+  (tmp_path / "copy" / "t.tsv").write_bytes(path.read_bytes())
+  with caplog.at_level("WARNING"):
+    tsv.read_tsv(str(other))
+    tsv.read_tsv(str(tmp_path / "copy" / "t.tsv"))
+  assert [r.getMessage().split(":")[0] for r in caplog.records] == [
+      str(other)]
+  caplog.clear()
   (tmp_path / "plain.tsv").write_text("walk\tW\n")
   tsv.read_tsv(str(tmp_path / "plain.tsv"))
   assert not caplog.records

@@ -12,6 +12,7 @@ error: every stage needs at least one.
 """
 
 import dataclasses
+import hashlib
 import io
 import os
 import re
@@ -120,7 +121,8 @@ def _say_other_space(text: str, path: str) -> None:
   line = io.StringIO(text[:found.start()], newline=None).read().count(
       "\n") + 1
   count = len(_OTHER_SPACE.findall(text))
-  said = (os.path.basename(path), line, found.group(), count)
+  said = (os.path.basename(path),
+          hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest())
   if said in _SAID_OTHER_SPACE:
     return
   _SAID_OTHER_SPACE.add(said)
