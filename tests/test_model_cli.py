@@ -154,13 +154,21 @@ def test_semi_supervised_refit_labels_unlabeled_inputs(tmp_path):
   assert _summary(model)["num_examples"] == len(_train()) + 6
 
 
+def _curve(out):
+  """The fit's loss curve as TensorBoard's own reader shows it."""
+  # pylint: disable=g-import-not-at-top
+  from tensorboard.backend.event_processing import event_accumulator
+  acc = event_accumulator.EventAccumulator(os.path.join(out, "tensorboard"))
+  acc.Reload()
+  return [(e.step, e.value) for e in acc.Scalars("train/neg_log_p_xy")]
+
+
 def test_a_fit_killed_in_its_restarts_leaves_one_curve(tmp_path,
                                                       monkeypatch):
   """Killed during its restarts, a fit's rerun starts at step 0 and writes
   its scalars again: TensorBoard (its own reader) shows the rerun's curve
   alone, as an uninterrupted run's, not both."""
   # pylint: disable=g-import-not-at-top
-  from tensorboard.backend.event_processing import event_accumulator
   from csl_jax import summaries
   from csl_jax.methods.csl import fit as fit_lib
   from csl_jax.model import train as train_lib
@@ -172,12 +180,6 @@ def test_a_fit_killed_in_its_restarts_leaves_one_curve(tmp_path,
   config = train_lib.FitConfig(learning_rate=0.1, num_steps=30,
                                num_restarts=2, restart_steps=12,
                                checkpoint_every=5)
-
-  def curve(out):
-    acc = event_accumulator.EventAccumulator(
-        os.path.join(out, "tensorboard"))
-    acc.Reload()
-    return [(e.step, e.value) for e in acc.Scalars("train/neg_log_p_xy")]
 
   fit_lib.fit(str(tmp_path / "whole"), str(grammar), data, config=config,
               summary_every=2)
@@ -194,7 +196,7 @@ def test_a_fit_killed_in_its_restarts_leaves_one_curve(tmp_path,
   monkeypatch.setattr(train_lib, "fit", killed)
   with pytest.raises(KeyboardInterrupt):
     fit_lib.fit(out, str(grammar), data, config=config, summary_every=2)
-  assert [s for s, _ in curve(out)] == [1, 2, 4, 6, 8]
+  assert [s for s, _ in _curve(out)] == [1, 2, 4, 6, 8]
   monkeypatch.setattr(train_lib, "fit", real)
   # The rerun is another process, later: its event file sorts after the
   # killed run's, as TensorBoard reads them (not by chance, as within one
@@ -202,7 +204,7 @@ def test_a_fit_killed_in_its_restarts_leaves_one_curve(tmp_path,
   now = summaries.time.time
   monkeypatch.setattr(summaries.time, "time", lambda: now() + 60.0)
   fit_lib.fit(out, str(grammar), data, config=config, summary_every=2)
-  assert curve(out) == curve(str(tmp_path / "whole"))
+  assert _curve(out) == _curve(str(tmp_path / "whole"))
 
 
 def test_a_refit_killed_and_rerun_leaves_one_curve(tmp_path, monkeypatch):
@@ -210,7 +212,6 @@ def test_a_refit_killed_and_rerun_leaves_one_curve(tmp_path, monkeypatch):
   starts at 1 again), and a refit killed and rerun drops what the kill
   lost: TensorBoard shows the uninterrupted run's curve."""
   # pylint: disable=g-import-not-at-top
-  from tensorboard.backend.event_processing import event_accumulator
   from csl_jax import summaries
   from csl_jax.methods.csl import fit as fit_lib
   from csl_jax.model import train as train_lib
@@ -224,18 +225,12 @@ def test_a_refit_killed_and_rerun_leaves_one_curve(tmp_path, monkeypatch):
   config = train_lib.FitConfig(learning_rate=0.1, num_steps=20,
                                checkpoint_every=5)
 
-  def curve(out):
-    acc = event_accumulator.EventAccumulator(
-        os.path.join(out, "tensorboard"))
-    acc.Reload()
-    return [(e.step, e.value) for e in acc.Scalars("train/neg_log_p_xy")]
-
   def run(out):
     fit_lib.fit(out, str(grammar), data, config=config, summary_every=2,
                 unlabeled=str(unlabeled), unlabeled_copies=2)
 
   run(str(tmp_path / "whole"))
-  whole = curve(str(tmp_path / "whole"))
+  whole = _curve(str(tmp_path / "whole"))
   assert [s for s, _ in whole] == [1] + list(range(2, 21, 2)) + [21] + list(
       range(22, 41, 2))
   real = train_lib.fit
@@ -256,9 +251,9 @@ def test_a_refit_killed_and_rerun_leaves_one_curve(tmp_path, monkeypatch):
   monkeypatch.setattr(train_lib, "fit", killed)
   with pytest.raises(KeyboardInterrupt):
     run(out)
-  assert [s for s, _ in curve(out)][-2:] == [30, 32]
+  assert [s for s, _ in _curve(out)][-2:] == [30, 32]
   monkeypatch.setattr(train_lib, "fit", real)
   now = summaries.time.time
   monkeypatch.setattr(summaries.time, "time", lambda: now() + 60.0)
   run(out)
-  assert curve(out) == whole
+  assert _curve(out) == whole
