@@ -3,13 +3,13 @@
 XLA gives each execution of a compiled program one large block for its
 temporaries. glibc serves blocks above its mmap threshold (at most 32 MB)
 with a fresh mmap and unmaps them on free, so every training step faults in
-and zeroes those pages again: on the COGS fit that was 46 s of system time
-in 75 s (BENCHMARKS "Issue 17 → COGS fit"). Serving every block from the
+and zeroes those pages again: on the COGS fit that was most of its system
+time (BENCHMARKS "Issue 17 → COGS fit"). Serving every block from the
 heap and not trimming it keeps the pages mapped from one step to the next.
 The cost is that freed memory stays with the process (peak RSS, not growth:
 the next step reuses it). XLA's worker threads would each get an arena of
-their own, whose heaps glibc maps and trims apart from these settings (15 s
-of system time in a 62 s COGS fit): one arena for all threads keeps their
+their own, whose heaps glibc maps and trims apart from these settings (the
+COGS fit's system time again): one arena for all threads keeps their
 blocks mapped too (BENCHMARKS "Issue 17 → COGS fit < 60 s on the slower
 box"). `CSL_JAX_MALLOC=default` leaves glibc as it is.
 """

@@ -92,8 +92,8 @@ def _load_after_side(kernel, side: subprocess.Popen,
   """This process loads `kernel` from disk, on its first call, only after
   the side process has finished compiling it, if it is doing so: the
   search needs the pruning forests at about the time the side process
-  finishes them, and compiling them here too cost 2.5 CPU-s in half of the
-  first runs (BENCHMARKS "Issue 17 → Fewer numba compiles")."""
+  finishes them, and compiling them here too cost CPU time in some first
+  runs (BENCHMARKS "Issue 17 → Fewer numba compiles")."""
   cache = getattr(kernel, "_cache", None)
   index = _index(kernel)
   if cache is None or not index:

@@ -69,7 +69,7 @@ class _LoggedProgress(tqdm.tqdm):
     self._start = self._last_log = time.time()
     self._closed = False
     # tqdm's `delay`: quiet for its first seconds, so a piece of work that
-    # is usually quick (a build of 1 s) logs nothing unless it is slow.
+    # is usually quick (a forest build) logs nothing unless it is slow.
     self._delay = kwargs.get("delay") or 0.0
     self._said = False
 

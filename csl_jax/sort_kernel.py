@@ -1,8 +1,8 @@
 """A stable argsort and a binary search for numba kernels.
 
 numba compiles its own `np.sort` / `np.argsort` again inside every cached
-kernel that calls them, 1-2 s each on a cold cache (BENCHMARKS.md "Issue 17
-→ The first run within 2×"); kernels call this one instead, compiled once
+kernel that calls them, seconds each on a cold cache (BENCHMARKS.md "Issue
+17 → The first run within 2×"); kernels call this one instead, compiled once
 and loaded from the cache by the others. The twin is
 `sort_kernel_reference.py`.
 """

@@ -75,7 +75,8 @@ def concatenate(batches: Sequence[forest_lib.ForestBatch]
         for k in FIELDS[2:]))
 
 
-# Seconds a forest build is quiet: COGS's takes 1 s, and ten lines for it
+# Seconds a forest build is quiet: COGS's is quick (BENCHMARKS "Issue 10 →
+# A pass over progress, TensorBoard and resuming"), and ten lines for it
 # would be noise.
 PROGRESS_DELAY = 5.0
 

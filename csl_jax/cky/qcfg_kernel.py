@@ -292,7 +292,8 @@ def pair_chart(x, y, src_sym, src_len, tgt_sym, tgt_len, tgt_first, num_nts,
       for r in binary:
         # Length and end terminals checked here, written out: most (span,
         # rule) pairs fail them, and a call (even to an inlined helper)
-        # costs more than the check (2.5-3x; BENCHMARKS.md issue 17).
+        # costs more than the check (BENCHMARKS.md "Issue 17 → Induction
+        # ≥ 10× the reference on the three SCAN splits").
         length = src_len[r]
         first = src_sym[r, 0]
         last = src_sym[r, length - 1]

@@ -320,7 +320,7 @@ def main(argv: Optional[List[str]] = None, *,
       module.register_configurables()
     configure_gin(module, args, files, bindings)
     if freeze_imports:
-      # The imports above leave ~300k objects that Python's cyclic collector
+      # The imports above leave many objects that Python's cyclic collector
       # would rescan at every full collection of the stages' many small
       # objects (BENCHMARKS "Issue 17 → Python's collector after the
       # imports"). Only for a process of its own: frozen objects are never

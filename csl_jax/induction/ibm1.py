@@ -155,7 +155,8 @@ class Ibm1Model:
 def _unique(ids: np.ndarray, size: int) -> Tuple[np.ndarray, np.ndarray]:
   """`np.unique(ids, return_inverse=True)` for ids in [0, size): through a
   table over the id range, without sorting, when that is not much larger
-  than ids (COGS: 3M links over 0.5M possible pairs, 3x faster)."""
+  than ids (COGS: 3M links over 0.5M possible pairs; BENCHMARKS "Issue 17
+  → COGS induction < 30 s, the first run again, a read-only install")."""
   if size > 2 * len(ids) + (1 << 20):
     return np.unique(ids, return_inverse=True)
   present = np.zeros(size, np.bool_)

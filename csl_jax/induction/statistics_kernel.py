@@ -61,7 +61,8 @@ def _distinct_hits(side, codes):
     # the match runs only on sequences with all the terms. The most common
     # tokens are bits of a word a sequence; the others, rarest first, a
     # binary search in the sequence's token set. Terms rarest first by an
-    # insertion sort (np.argsort would add ~1 s to the first compile).
+    # insertion sort (np.argsort would lengthen the first compile;
+    # BENCHMARKS "Issue 17 → COGS fit < 60 s on the slower box").
     freq = np.empty(num_terms, np.int64)
     for k in range(num_terms):
       t = terms[k]

@@ -57,7 +57,9 @@ class FitConfig:
   max_unary: int = 2  # unary-source chains unrolled for log p(x)
   # Start from several initializations, keep the one with the lowest loss
   # after `restart_steps`: the likelihood has poor local optima (SCAN: a
-  # basin decided within ~50 steps in which p(y | x) stays ambiguous).
+  # basin, decided early, in which p(y | x) stays ambiguous; BENCHMARKS
+  # "Issue 4 — CSL's parametric model and parser", "Why several
+  # initializations").
   num_restarts: int = 8
   restart_steps: int = 50
   # p(r | s) = p(shape(r) | s) p(r | shape(r)): rules of one shape (e.g.
@@ -117,7 +119,7 @@ def untied(params, rule_class) -> Dict[str, jnp.ndarray]:
 # XLA's CPU backend (jaxlib 0.10) hands reductions to YNNPACK, whose split
 # of a long reduction over the intra-op threads differs between one thread
 # and several: the README main command's fit under `taskset -c 0` (or on a
-# 1-CPU machine) ended with parameters 2e-5 away from the 2-core box's, and
+# 1-CPU machine) ended with parameters slightly off the 2-core box's, and
 # its synthetic.tsv in another order. XLA's own reduction loops add in an
 # order fixed at compile time on any number of threads, and the SCAN fit's
 # steps ran faster with them on 2 cores (BENCHMARKS.md "Issue 17 → A fit's
@@ -337,8 +339,9 @@ def fit(rules: Sequence[Rule], pairs, config: FitConfig, max_nts: int = 4,
             _converged(epochs, config))
 
   if step < config.num_steps and not finished(step):
-    # Compiling the step takes most of the time before the first one (14 s
-    # on COGS, where the forests take 1 s): said, not a silent wait.
+    # Compiling the step takes most of the time before the first one (COGS:
+    # BENCHMARKS "Issue 10 → A pass over progress, TensorBoard and
+    # resuming"): said, not a silent wait.
     logging.info("fit: forests of %d distinct pairs in %.1fs, %d batch(es);"
                  " the first step compiles the training step",
                  len(data.pairs), data.forest_seconds, len(batches))

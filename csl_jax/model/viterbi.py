@@ -26,7 +26,7 @@ at a time, so memory stays bounded.
 
 The loop over inputs is Python, calling the chart and the read-out of its
 root hypotheses per input: a jitted loop would re-optimize both (numba links
-a kernel's callees into its own code) and cost ~2 CPU-s more on a first run
+a kernel's callees into its own code) and cost more CPU time on a first run
 (BENCHMARKS "Issue 17 → Fewer numba compiles").
 
 The brute-force twin is `viterbi_reference.py`; tests cross-check the two.

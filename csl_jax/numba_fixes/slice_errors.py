@@ -1,11 +1,11 @@
-"""Slice assignment without a formatted shape message: a tenth of the compile.
+"""Slice assignment without a formatted shape message: a far shorter compile.
 
 Numba (0.68) compiles every assignment of an array into a slice
 (`grown[:n] = old`, `out[i] = row`) together with the error it raises when
 the shapes differ, and that error's message is an f-string of both shape
 tuples: compiling the unicode formatting behind it was most of the kernels'
-cold compile time (a 60-line CKY helper: 26 s, 2.9 s without it;
-BENCHMARKS.md "Issue 10 → Test suite"). Importing this module points the
+cold compile time (BENCHMARKS.md "Issue 10 → Test suite" profiles a
+60-line CKY helper). Importing this module points the
 assignment's error at one with a fixed message, the one numba itself uses
 for targets without string support. Only the text of a shape-mismatch
 error changes, and no kernel of ours assigns mismatched shapes.

@@ -147,8 +147,8 @@ def build(rules: Sequence[Rule], cfg: OutputCFG, p: np.ndarray,
           ctx_index: np.ndarray, max_depth: int, progress: bool = False
           ) -> Intersection:
   """p: [C, R] rule probabilities per context (tempered as sampled).
-  `progress`: a line per tenth of the rules in a log file (COGS's 751
-  rules: 6 s)."""
+  `progress`: a line per tenth of the rules in a log file (COGS's build:
+  BENCHMARKS "Issue 10 → A pass over progress, TensorBoard and resuming")."""
   cats = tuple(cfg.categories)
   cat_id = {c: i for i, c in enumerate(cats)}
   width = max(ctx_index.shape[1], 1)

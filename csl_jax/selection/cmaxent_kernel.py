@@ -22,8 +22,9 @@ Exact: every query that could be the naive greedy's pick is scored
 exactly (bounds carry a 1e-8 margin for their different rounding), so
 the pick is the naive greedy's (`cmaxent_kernel_reference.py`, which
 recomputes both entropies from scratch for every candidate). Each step
-reads the bounds of all queries (on the 1M-sample COGS pool, 785,550
-queries, about 2 ms) but touches rows and postings only where needed.
+reads the bounds of all queries (on the 1M-sample COGS pool: BENCHMARKS
+"Issue 14 → CMaxEnt on the 1M COGS pool, fast") but touches rows and
+postings only where needed.
 
 Ties: the first query (lowest index) whose score is within `tol` of the
 best; both implementations use this rule, so float rounding differences of

@@ -32,7 +32,7 @@ def _target_length(ex):
 def without_autograph():
   """Builds tf.data pipelines without AutoGraph (see BENCHMARKS.md "Issue 10
   → Test suite"): SeqIO's map functions are plain TF ops, and converting
-  each one's source took about 0.3 s per `map` whenever a pipeline is
+  each one's source took time for every `map` whenever a pipeline is
   built, most of a short run's start. Code that needs Python control flow
   over tensors then fails loudly at tracing, never silently."""
   from tensorflow.python.autograph.core import ag_ctx  # pylint: disable=g-direct-tensorflow-import,g-import-not-at-top
@@ -53,7 +53,7 @@ def get_dataset(task: str, split: str, feature_lengths: Mapping[str, int],
   with without_autograph():
     # No length check: `seqio.get_dataset` trims every feature to its
     # length (`trim_output_features`) before the converter pads it, so its
-    # asserts never fire, and building them cost a third of a small
+    # asserts never fire, and building them was a good part of a small
     # pipeline's start (BENCHMARKS "Issue 10 → Test suite").
     ds = seqio.get_dataset(
         task, task_feature_lengths=dict(feature_lengths),

@@ -15,7 +15,8 @@ TGT = ["A", "B"]
 
 # The composites below draw through strategies made once per argument:
 # a strategy made inside a draw (of a list, which Hypothesis cannot cache)
-# is validated and measured again each time, about 3 ms per drawn rule.
+# is validated and measured again each time, for every drawn rule
+# (BENCHMARKS "Issue 10 → Test suite").
 # The values drawn are the same.
 @functools.lru_cache(maxsize=None)
 def integers(low: int, high: int):

@@ -43,8 +43,8 @@ SEP_TEXT = "▷"
 # The columns a stored (template, fragment) pair is rebuilt from.
 _REP = ("seq", "pos", "size", "ns")
 # Peak bytes per stored (template, fragment) pair while the index is built
-# (compact columns + sort temporaries); measured: COGS without wug_limit,
-# 46.3 M pairs, 7.4 GB peak.
+# (compact columns + sort temporaries); measured: the peak over the pairs
+# of COGS without wug_limit (BENCHMARKS "Issue 12 — GECA", rows G7).
 _BYTES_PER_PAIR = 160
 _SAMPLE_FOR_ESTIMATE = 256
 MAX_SEQUENCE = np.iinfo(np.int16).max

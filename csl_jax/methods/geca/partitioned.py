@@ -1,7 +1,8 @@
 """GECA's index as joins of partitioned tables, for Beam or in-process.
 
 The local index (`augment._build_index`) holds every (template, fragment)
-pair of the data at once: 46 M pairs, 7.4 GB on COGS without `wug_limit`.
+pair of the data at once: several GB on COGS without `wug_limit` (BENCHMARKS
+"Issue 12 — GECA", rows G7).
 Here the same maps are built as a chain of joins, every one keyed by a
 hash partition, so that no step needs more than its partition:
 
@@ -127,8 +128,9 @@ def _mix(h: np.ndarray) -> np.ndarray:
 
 def _distinct(a: np.ndarray, b: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
   """(an order with equal (a, b) rows adjacent; mask of each group's first
-  row): one sort of a 64-bit hash of the pair, 2-3x faster than sorting
-  both keys; where two pairs share that hash it sorts both keys."""
+  row): one sort of a 64-bit hash of the pair, faster than sorting both
+  keys (BENCHMARKS "Issue 16 → GECA's index as partitioned joins, locally
+  and on Beam"); where two pairs share that hash it sorts both keys."""
   with np.errstate(over="ignore"):
     h = _mix(_mix(a) + b)
   order = np.argsort(h)

@@ -6,7 +6,8 @@
   some test example, the fraction that also occur together in some training
   example. The paper does not say which tokens; two readings are reported:
   `input_cooccurrence_*` (two distinct tokens of one input) reproduces the
-  paper's SCAN jump figures (83% -> 96%; ours 83.1% -> 95.8%), and
+  paper's SCAN jump figures (83% -> 96%; ours: BENCHMARKS "Issue 12 —
+  GECA"), and
   `cooccurrence_*` takes both sides of the example, tokens tagged by side.
 """
 
