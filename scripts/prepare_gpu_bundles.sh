@@ -1,19 +1,20 @@
 #!/usr/bin/env bash
-# What the next GPU session's calls carry (BENCHMARKS.md, Issue 15, "The
-# next GPU session's calls" and "Session 33"): a session's checkout holds
-# only what landed, so the bundles and the gin wheel are made again here,
-# on the CPU, before the first device call.
+# What the next GPU session's calls carry (BENCHMARKS.md "Issue 15 → Z5 on
+# an H100, session 28", its "Session 33" paragraph, which also has the
+# time each export takes): a session's checkout holds only what landed, so
+# the bundles and the gin wheel are made again here, on the CPU, before the
+# first device call.
 #
 #   bash scripts/prepare_gpu_bundles.sh [z5|z5_50k|z6|both]     (default: z5)
 #
 # z5: .gpu/B16 (original and primaug 20x, seeds 0-4, bucket width 16,
-#     10,000 steps; about 1 min) and its runner directory
+#     10,000 steps) and its runner directory
 #     runs/exp_scan_jump_zhou_gooddev_b16, which scores the cells once their
 #     outputs are unpacked over the bundle.
 # z5_50k: .gpu/B16_50k, the same cells at Zhou et al.'s 50,000 steps
 #     (runs/exp_scan_jump_zhou_gooddev_50k).
-# z6: .gpu/B200_16 (original and AugZero k = 200; about 17 min, 6 GB) and
-#     runs/exp_scan_jump_zhou_az200_b16.
+# z6: .gpu/B200_16 (original and AugZero k = 200; far the longest export)
+#     and runs/exp_scan_jump_zhou_az200_b16.
 # Both: .whl/ with gin-config's wheel (the device machine has no network).
 # An export already made is kept: the runner's cache makes a rerun cheap and
 # gives the same bytes.
