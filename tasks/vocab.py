@@ -15,11 +15,15 @@ equal arguments give the very same cached object.
 import functools
 import io
 import os
-from typing import Iterable, Optional, Tuple, Union
+from typing import Any, Dict, Iterable, Optional, Sequence, Tuple, Union
 
+from absl import logging
 import gin
 import seqio
 import tensorflow as tf
+
+from csl_jax.errors import InputError
+from csl_jax.files import atomic_write_json
 
 BYTE = "byte"
 SENTENCEPIECE = "sentencepiece"
@@ -134,6 +138,45 @@ def train_sentencepiece(tsv_paths: Union[str, Iterable[str]],
   with tf.io.gfile.GFile(path, "wb") as f:
     f.write(model.getvalue())
   return path
+
+
+def train_vocabulary(tsv_paths: Sequence[str], out: str,
+                     vocab_size: int = 1000,
+                     model_type: str = "unigram") -> Dict[str, Any]:
+  """`csl-jax vocab`: a SentencePiece model trained on both columns of
+  `tsv_paths`, written as OUT.model, and its record as OUT.json.
+
+  Each file is read as every command reads a TSV first, so a bad one is an
+  InputError naming it before training. Returns the record (model path,
+  vocab_size, model_type, tsv)."""
+  from csl_jax.data import tsv  # pylint: disable=g-import-not-at-top
+  if vocab_size < 1:
+    raise InputError(f"--vocab_size must be >= 1, got {vocab_size}")
+  for path in tsv_paths:  # missing, a directory, a malformed line, bad
+    tsv.read_tsv(path)  # UTF-8 or an empty file: named, before training
+  if out.endswith(("/", os.sep)):  # a prefix, not a directory
+    raise InputError("--out is a prefix (writes PREFIX.model and "
+                     "PREFIX.json), not a directory", out)
+  parent = os.path.dirname(os.path.abspath(out))
+  try:
+    os.makedirs(parent, exist_ok=True)
+  except OSError as e:  # e.g. a file where a directory of the prefix goes
+    raise InputError(f"cannot create the directory of --out "
+                     f"({e.strerror.lower()})", parent) from None
+  try:
+    path = train_sentencepiece(tsv_paths, out, vocab_size,
+                               model_type=model_type)
+  except RuntimeError as e:  # SentencePiece's own message is clear.
+    raise InputError(f"sentencepiece: {e}") from None
+  except tf.errors.OpError as e:  # the model file's write
+    raise InputError(f"cannot write the model ({e.message})",
+                     out + ".model") from None
+  vocabulary = get_vocabulary(SENTENCEPIECE, path)
+  record = {"model": path, "vocab_size": vocabulary.vocab_size,
+            "model_type": model_type, "tsv": tsv_paths}
+  atomic_write_json(out + ".json", record)
+  logging.info("wrote %s (%d pieces)", path, vocabulary.vocab_size)
+  return record
 
 
 def train_word_vocabulary(tsv_paths: Iterable[str], model_prefix: str,
