@@ -35,6 +35,7 @@ tasks (not NAME_reversed, whose inputs are programs).
 """
 
 import functools
+import glob
 import json
 import os
 import re
@@ -559,6 +560,60 @@ def register_run(
       synthetic_rate=synthetic_rate, metric_fns=metric_fns,
       synthetic=methods, all_methods=proper, input_prefix=input_prefix,
       programs=find_programs(run_dir))
+
+
+def base_name(task: str, methods: Sequence[str]) -> str:
+  """The dataset name in a task name `NAME[_<method>_{synthetic,mixture}|
+  _all_mixture|_reversed]`, for the methods present."""
+  suffixes = [ALL_MIXTURE_SUFFIX, REVERSED_SUFFIX]
+  suffixes += [f"_{m}_{kind}" for m in methods
+               for kind in ("synthetic", "mixture")]
+  for suffix in sorted(suffixes, key=len, reverse=True):
+    if task.endswith(suffix):
+      return task[:-len(suffix)]
+  if task.endswith(("_mixture", "_synthetic")):
+    # Else it would be registered as a dataset of that name: the original
+    # data alone, trained on without a word.
+    raise InputError(f"--task {task}: names a method the data has not "
+                     f"(its methods: {', '.join(sorted(methods)) or 'none'};"
+                     f" tasks NAME, NAME_<method>_mixture, "
+                     f"NAME_<method>_synthetic, NAME_all_mixture)")
+  return task
+
+
+def register_task(task: str, data_dir: Optional[str],
+                  synthetic: Optional[str]) -> None:
+  """`csl-jax train` / `decode`'s --task: registers it from `data_dir` (a
+  run directory of `csl-jax augment`, or a directory of <split>.tsv with
+  `synthetic` as method csl); else the task must be registered already."""
+  if data_dir:
+    try:
+      if os.path.isdir(os.path.join(data_dir, RUN_DATA_DIR)):
+        methods, _ = find_methods(data_dir)
+        register_run(data_dir, name=base_name(task, methods))
+      else:
+        # A malformed line is named here, not by a TensorFlow assertion
+        # in the middle of training (a run directory's files are checked
+        # by `csl-jax augment`).
+        from csl_jax.data import tsv  # pylint: disable=g-import-not-at-top
+        name = base_name(task, ["csl"])
+        if not synthetic and name != task and task != (
+            name + REVERSED_SUFFIX):
+          raise InputError(f"--task {task} trains on synthetic pairs: give "
+                           "them with --synthetic S.tsv (or train --task "
+                           f"{name} on the original data)")
+        for path in sorted(glob.glob(os.path.join(data_dir, "*.tsv"))) + (
+            [synthetic] if synthetic else []):
+          # The training data must have an example (an empty train.tsv
+          # was a TensorFlow OutOfRangeError traceback mid-training).
+          tsv.read_tsv(path, allow_empty=os.path.basename(path) !=
+                       "train.tsv" and path != synthetic)
+        register_dataset(name, data_dir, synthetic_tsv=synthetic)
+    except ValueError as e:
+      raise InputError(str(e)) from None
+  if task not in seqio.TaskRegistry.names() | seqio.MixtureRegistry.names():
+    raise InputError(f"{task}: no such SeqIO task or mixture (give "
+                     "--data_dir, or set $CSL_JAX_DATA)")
 
 
 def _programs_task(name: str, method: str) -> str:

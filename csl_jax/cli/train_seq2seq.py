@@ -9,7 +9,6 @@ Model and training sizes come from gin (`seq2seq.Seq2SeqConfig.*`,
 
 import argparse
 import dataclasses
-import glob
 import os
 
 from csl_jax.cli import stage
@@ -44,63 +43,16 @@ def add_parser(subparsers) -> None:
 
 
 def _base_name(task: str, methods) -> str:
-  """The dataset name in a task name `NAME[_<method>_{synthetic,mixture}|
-  _all_mixture|_reversed]`, for the methods present."""
+  """`tasks.registry.base_name`, under the name this module had for it."""
   import tasks  # pylint: disable=g-import-not-at-top
-  suffixes = [tasks.registry.ALL_MIXTURE_SUFFIX,
-              tasks.registry.REVERSED_SUFFIX]
-  suffixes += [f"_{m}_{kind}" for m in methods
-               for kind in ("synthetic", "mixture")]
-  for suffix in sorted(suffixes, key=len, reverse=True):
-    if task.endswith(suffix):
-      return task[:-len(suffix)]
-  if task.endswith(("_mixture", "_synthetic")):
-    # Else it would be registered as a dataset of that name: the original
-    # data alone, trained on without a word.
-    raise InputError(f"--task {task}: names a method the data has not "
-                     f"(its methods: {', '.join(sorted(methods)) or 'none'};"
-                     f" tasks NAME, NAME_<method>_mixture, "
-                     f"NAME_<method>_synthetic, NAME_all_mixture)")
-  return task
+  return tasks.registry.base_name(task, methods)
 
 
 def _register(task, data_dir, synthetic) -> None:
-  """Registers from --data_dir (a run directory of `csl-jax augment`, or a
-  directory of <split>.tsv with --synthetic as method csl); else the task
-  must be registered already."""
-  if data_dir:
-    import tasks  # pylint: disable=g-import-not-at-top
-    try:
-      if os.path.isdir(os.path.join(data_dir, tasks.registry.RUN_DATA_DIR)):
-        methods, _ = tasks.registry.find_methods(data_dir)
-        tasks.register_run(data_dir, name=_base_name(task, methods))
-      else:
-        # A malformed line is named here, not by a TensorFlow assertion
-        # in the middle of training (a run directory's files are checked
-        # by `csl-jax augment`).
-        from csl_jax.data import tsv  # pylint: disable=g-import-not-at-top
-        name = _base_name(task, ["csl"])
-        if not synthetic and name != task and task != (
-            name + tasks.registry.REVERSED_SUFFIX):
-          raise InputError(f"--task {task} trains on synthetic pairs: give "
-                           "them with --synthetic S.tsv (or train --task "
-                           f"{name} on the original data)")
-        for path in sorted(glob.glob(os.path.join(data_dir, "*.tsv"))) + (
-            [synthetic] if synthetic else []):
-          # The training data must have an example (an empty train.tsv
-          # was a TensorFlow OutOfRangeError traceback mid-training).
-          tsv.read_tsv(path, allow_empty=os.path.basename(path) !=
-                       "train.tsv" and path != synthetic)
-        tasks.register_dataset(name, data_dir, synthetic_tsv=synthetic)
-    except ValueError as e:
-      raise InputError(str(e)) from None
   # TensorFlow through `tasks` (csl_jax.quiet.import_tensorflow): imported
   # by seqio first, its CUDA and oneDNN probe lines came before the error.
-  import tasks  # pylint: disable=g-import-not-at-top,unused-import,redefined-outer-name
-  import seqio  # pylint: disable=g-import-not-at-top
-  if task not in seqio.TaskRegistry.names() | seqio.MixtureRegistry.names():
-    raise InputError(f"{task}: no such SeqIO task or mixture (give "
-                     "--data_dir, or set $CSL_JAX_DATA)")
+  import tasks  # pylint: disable=g-import-not-at-top
+  tasks.registry.register_task(task, data_dir, synthetic)
 
 
 def _train(args) -> int:
