@@ -13,7 +13,6 @@ import os
 
 from csl_jax.cli import stage
 from csl_jax.errors import InputError
-from csl_jax.files import atomic_write_text
 
 
 def _add_task_flags(p) -> None:
@@ -121,14 +120,8 @@ def _decode(args) -> int:
   model, params = train.load_params(args.model)
   lengths = input_pipeline.lengths(model_config.max_input_len,
                                    model_config.max_target_len)
-  with stage.stage(args.out, stage.command_line()) as summary:
-    summary["too_long"] = input_pipeline.warn_if_too_long(
-        args.task, args.split, lengths)
-    rows, metrics = decode.evaluate(model, params, args.task, args.split,
-                                    lengths, args.batch_size, args.beam_size)
-    text = "".join("\t".join(r) + "\n" for r in rows)
-    atomic_write_text(os.path.join(args.out, "predictions.tsv"), text)
-    summary.update(metrics, split=args.split, beam_size=args.beam_size)
+  stage.run(args.out, decode.decode_to_dir, model, params, args.task,
+            args.split, lengths, args.batch_size, args.beam_size)
   return 0
 
 

@@ -8,6 +8,7 @@ reference and for the speed comparison (BENCHMARKS.md, issue 13).
 """
 
 import functools
+import os
 from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
 import jax
@@ -16,6 +17,7 @@ import numpy as np
 
 from csl_jax import progress as progress_lib
 from csl_jax.errors import InputError
+from csl_jax.files import atomic_write_text
 from csl_jax.seq2seq import input_pipeline
 from csl_jax.seq2seq import models
 
@@ -302,6 +304,23 @@ def evaluate(model, params, task_name: str, split: str,
                           feature_lengths["targets"], batch_size, beam_size,
                           progress, desc)
   return score_predictions(task_name, examples, predicted)
+
+
+def decode_to_dir(out_dir: str, model, params, task_name: str, split: str,
+                  feature_lengths: Dict[str, int], batch_size: int = 64,
+                  beam_size: int = 1) -> Dict[str, Any]:
+  """`csl-jax decode`'s work: decodes a split (`evaluate`), writes
+  out_dir/predictions.tsv (input, target, prediction) and returns the
+  summary: `too_long` (`input_pipeline.warn_if_too_long`), the task's
+  metrics, split and beam_size."""
+  too_long = input_pipeline.warn_if_too_long(task_name, split,
+                                             feature_lengths)
+  rows, metrics = evaluate(model, params, task_name, split, feature_lengths,
+                           batch_size, beam_size)
+  text = "".join("\t".join(r) + "\n" for r in rows)
+  atomic_write_text(os.path.join(out_dir, "predictions.tsv"), text)
+  return {"too_long": too_long, **metrics, "split": split,
+          "beam_size": beam_size}
 
 
 def split_dataset(task_name: str, split: str,
