@@ -467,12 +467,12 @@ def test_dataset_settings_already_loaded_are_not_added(tmp_path):
 
 
 def test_newcomer_mistakes_are_one_line_errors(tmp_path, capsys, monkeypatch):
-  from csl_jax.cli import train_seq2seq  # pylint: disable=g-import-not-at-top
+  import tasks  # pylint: disable=g-import-not-at-top
   from csl_jax.errors import InputError  # pylint: disable=g-import-not-at-top
   # A method the run has not (or a typo): not the original data alone.
   with pytest.raises(InputError, match="names a method the data has not"):
-    train_seq2seq._base_name("tsv1_gcea_mixture", ["geca"])  # pylint: disable=protected-access
-  assert train_seq2seq._base_name("tsv1_geca_mixture", ["geca"]) == "tsv1"  # pylint: disable=protected-access
+    tasks.registry.base_name("tsv1_gcea_mixture", ["geca"])
+  assert tasks.registry.base_name("tsv1_geca_mixture", ["geca"]) == "tsv1"
   data = tmp_path / "d.tsv"
   data.write_text("walk\tW\n")
   assert cli.main(["vocab", "--tsv", str(data), "--out",

@@ -41,12 +41,6 @@ def add_parser(subparsers) -> None:
   p.add_argument("--out", required=True)
 
 
-def _base_name(task: str, methods) -> str:
-  """`tasks.registry.base_name`, under the name this module had for it."""
-  import tasks  # pylint: disable=g-import-not-at-top
-  return tasks.registry.base_name(task, methods)
-
-
 def _register(task, data_dir, synthetic) -> None:
   # TensorFlow through `tasks` (csl_jax.quiet.import_tensorflow): imported
   # by seqio first, its CUDA and oneDNN probe lines came before the error.
