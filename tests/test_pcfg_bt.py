@@ -191,13 +191,15 @@ def test_only_changed_stages_rerun(run):
     return [n for n, s in summaries.items()
             if not s["cached"] and n != "statistics"]
   beam = _run(_method(tmp_path, beam_size=1), run_data, workdir)
-  assert fresh(beam) == ["backtranslate"]
+  assert fresh(beam) == ["reverse_eval", "backtranslate"]
   seed = _run(_method(tmp_path, beam_size=1, seed=3), run_data, workdir)
   assert fresh(seed) == ["programs", "backtranslate"]
-  # Another variant of the run (P_train) reuses the one reverse model.
+  # Another variant of the run (P_train) reuses the one reverse model and
+  # its scores on the eval part.
   other = _run(_method(tmp_path, beam_size=1, distribution="train"),
                run_data, str(tmp_path / "t"))
   assert fresh(other) == ["programs", "backtranslate"]
+  assert other["backtranslate"]["eval"] == beam["backtranslate"]["eval"]
   assert not other["statistics"]["cached"]
   assert other["reverse_model"]["model"] == str(
       tmp_path / "pcfg_bt_reverse_model" / "model")

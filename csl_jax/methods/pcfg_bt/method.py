@@ -8,6 +8,10 @@ Stages under `RUN/pcfg_bt/`:
                    sampled programs: `programs.txt`, `pcfg.json`.
   reverse_model/   the Flax seq2seq trained output -> input on the run's
                    training pairs (SeqIO task NAME_reversed).
+  reverse_eval/    with an eval part: the reverse model's exact match and
+                   BLEU there (Y&K's Table 8), `scores.json`; in
+                   RUN/pcfg_bt_reverse_eval/, beside the reverse model
+                   and, as it, done once for the variants.
   backtranslate/   each program decoded into an utterance (beam
                    `beam_size`): `candidates.tsv` (utterance<TAB>program).
   statistics/      with an eval part: Y&K's Table 5 of the training set
@@ -44,6 +48,7 @@ T5X_INFER_DIR = "t5x_infer"  # RUN/<m>/<this>: t5x.infer's output, default
 WORD_SPM_PREFIX = "spm"  # the word model: <reverse model stage>/spm.model
 WORD_SPM = WORD_SPM_PREFIX + ".model"
 REVERSE_MODEL_DIR = "pcfg_bt_reverse_model"  # RUN/<this>, shared by variants
+REVERSE_EVAL_DIR = "pcfg_bt_reverse_eval"  # likewise its scores
 
 
 @gin.configurable(module="pcfg_bt")
@@ -349,16 +354,50 @@ def train_reverse_model(out_dir: str, data_dir: str, model_config,
           "final_loss": metrics.get("mean_last_loss")}
 
 
-def backtranslate(out_dir: str, programs_path: str, model_dir: str,
-                  data_dir: str, eval_part: Optional[str],
-                  config: PCFGBTConfig) -> Dict[str, Any]:
-  """The `backtranslate` stage: utterance<TAB>program candidates; with
-  `eval_part`, the reverse model's exact match and BLEU on that part of the
-  run (the backtranslation quality of Y&K Table 8)."""
+def score_reverse_model(out_dir: str, model_dir: str, data_dir: str,
+                        eval_part: str, config: PCFGBTConfig
+                        ) -> Dict[str, Any]:
+  """The `reverse_eval` stage: the reverse model's exact match and BLEU on
+  `eval_part` of the run (the backtranslation quality of Y&K Table 8),
+  `scores.json`. A stage of its own, beside the reverse model: the
+  variants that share the model share its scores."""
   # pylint: disable=g-import-not-at-top
   import tasks
+  from csl_jax.files import atomic_write_json
   from csl_jax.seq2seq import decode
   from csl_jax.seq2seq import input_pipeline
+  from csl_jax.seq2seq import train as train_lib
+  # pylint: enable=g-import-not-at-top
+  model, params = train_lib.load_params(model_dir)
+  cfg = model.config
+  vocabulary = _vocabulary(config.reverse_vocabulary, model_dir)
+  with _registered(data_dir, (eval_part,), vocabulary=vocabulary,
+                   metric_fns=(tasks.metrics.exact_match,
+                               tasks.metrics.bleu)) as names:
+    lengths = input_pipeline.lengths(cfg.max_input_len, cfg.max_target_len)
+    examples = decode.split_examples(names.reversed, eval_part, lengths)
+    logging.info("reverse_eval: scoring the reverse model on the %s part "
+                 "(%d examples, beam %d; --gin.pcfg_bt.PCFGBT.eval_part=None "
+                 "skips it)", eval_part, len(examples), config.beam_size)
+    _, scores = decode.evaluate(
+        model, params, names.reversed, eval_part, lengths,
+        batch_size=config.decode_batch_size, beam_size=config.beam_size,
+        examples=examples, progress=True)
+  summary = {"part": eval_part, **scores}
+  os.makedirs(out_dir, exist_ok=True)
+  atomic_write_json(os.path.join(out_dir, "scores.json"), summary)
+  return {"eval": summary}
+
+
+def backtranslate(out_dir: str, programs_path: str, model_dir: str,
+                  scores: Optional[str], config: PCFGBTConfig
+                  ) -> Dict[str, Any]:
+  """The `backtranslate` stage: utterance<TAB>program candidates; with
+  `scores` (the reverse_eval stage's `scores.json`), the reverse model's
+  exact match and BLEU in its summary too, for the report."""
+  # pylint: disable=g-import-not-at-top
+  from csl_jax.files import read_json
+  from csl_jax.seq2seq import decode
   from csl_jax.seq2seq import train as train_lib
   # pylint: enable=g-import-not-at-top
   programs = _read_programs(programs_path)
@@ -373,20 +412,8 @@ def backtranslate(out_dir: str, programs_path: str, model_dir: str,
   summary = _write_candidates(out_dir, programs, utterances, cut,
                               config.beam_size)
   summary["num_programs_unknown_tokens"] = unknown
-  if eval_part:
-    with _registered(data_dir, (eval_part,), vocabulary=vocabulary,
-                     metric_fns=(tasks.metrics.exact_match,
-                                 tasks.metrics.bleu)) as names:
-      lengths = input_pipeline.lengths(cfg.max_input_len, cfg.max_target_len)
-      examples = decode.split_examples(names.reversed, eval_part, lengths)
-      logging.info("backtranslate: scoring the reverse model on the %s part "
-                   "(%d examples, beam %d; --gin.pcfg_bt.PCFGBT.eval_part=None "
-                   "skips it)", eval_part, len(examples), config.beam_size)
-      _, scores = decode.evaluate(
-          model, params, names.reversed, eval_part, lengths,
-          batch_size=config.decode_batch_size, beam_size=config.beam_size,
-          examples=examples, progress=True)
-    summary["eval"] = {"part": eval_part, **scores}
+  if scores:
+    summary["eval"] = read_json(scores)
   return summary
 
 
@@ -700,6 +727,22 @@ class PCFGBT:
               d, os.path.join(programs_dir, "programs.txt"), data.directory,
               self.eval_part if evaluate else None, self.config,
               model_config, train_config, self.bundle, settings))] + described
+    model_files = [os.path.join(model_dir, "model", "config.json")] + (
+        [os.path.join(model_dir, WORD_SPM)] if kind == "word" else [])
+    model_key = {**decode_key(self.config.beam_size),
+                 "vocabulary": vocabulary,
+                 "model_steps": train_config.num_steps}
+    scored = []
+    if evaluate:
+      eval_dir = os.path.join(os.path.dirname(model_dir), REVERSE_EVAL_DIR)
+      scored = [base.Stage(
+          "reverse_eval", model_files + [evaluate],
+          {**model_key, "eval_part": self.eval_part},
+          lambda d: score_reverse_model(
+              d, os.path.join(model_dir, "model"), data.directory,
+              self.eval_part, self.config),
+          directory=eval_dir)]
+    scores = os.path.join(eval_dir, "scores.json") if evaluate else None
     return [
         programs,
         base.Stage("reverse_model", [train],
@@ -710,20 +753,15 @@ class PCFGBT:
                                                  model_config, train_config,
                                                  kind),
                    directory=model_dir),
+        *scored,
         base.Stage("backtranslate",
-                   [os.path.join(programs_dir, "programs.txt"),
-                    os.path.join(model_dir, "model", "config.json")] + (
-                        [os.path.join(model_dir, WORD_SPM)]
-                        if kind == "word" else []) + (
-                        [evaluate] if evaluate else []),
-                   {**decode_key(self.config.beam_size),
-                    "vocabulary": vocabulary,
-                    "model_steps": train_config.num_steps,
-                    "eval_part": self.eval_part if evaluate else None},
+                   [os.path.join(programs_dir, "programs.txt")]
+                   + model_files + ([scores] if scores else []),
+                   model_key,
                    lambda d: backtranslate(
                        d, os.path.join(programs_dir, "programs.txt"),
-                       os.path.join(model_dir, "model"), data.directory,
-                       self.eval_part if evaluate else None, self.config)),
+                       os.path.join(model_dir, "model"), scores,
+                       self.config)),
     ] + described
 
   def report_rows(self, summaries: Mapping[str, dict]
