@@ -640,3 +640,37 @@ def test_a_full_disk_is_one_line_not_a_traceback(tmp_path, monkeypatch,
   monkeypatch.setattr(module, "main", bug)
   with pytest.raises(OSError):
     cli.main(["augment", "--out", str(tmp_path / "run")])
+
+
+def _hold_lock(run_dir, ready, release):
+  from csl_jax.pipeline import lock  # pylint: disable=g-import-not-at-top
+  with lock.run_lock(run_dir):
+    ready.set()
+    release.wait(30)
+
+
+def test_a_stage_out_in_use_by_another_run_is_refused(tmp_path, capsys):
+  """Two `fit`s into one --out both exited 0, the second's summary.json
+  beside the first's params.npz (or the other way round): a stage command
+  holds its --out as `augment` holds its run directory."""
+  import multiprocessing  # pylint: disable=g-import-not-at-top
+  data = tmp_path / "d.tsv"
+  data.write_text("jump twice\tI_JUMP I_JUMP\n")
+  out = str(tmp_path / "cov")
+  ctx = multiprocessing.get_context("spawn")
+  ready, release = ctx.Event(), ctx.Event()
+  holder = ctx.Process(target=_hold_lock, args=(out, ready, release))
+  holder.start()
+  try:
+    assert ready.wait(60)
+    assert cli.main(["coverage", "--grammar", FIXTURE, "--data", str(data),
+                     "--out", out]) == 2
+    err = capsys.readouterr().err
+    assert f"in use by pid {holder.pid}" in err and "--wait" not in err
+    assert not os.path.exists(os.path.join(out, "summary.json"))
+  finally:
+    release.set()
+    holder.join(30)
+  assert cli.main(["coverage", "--grammar", FIXTURE, "--data", str(data),
+                   "--out", out]) == 0  # once it is free
+  assert summary(out)["num_examples"] == 1

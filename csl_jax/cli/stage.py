@@ -12,6 +12,7 @@ from absl import logging
 
 from csl_jax.errors import InputError
 from csl_jax.files import atomic_write_json
+from csl_jax.pipeline import lock
 
 
 class Summary(dict):
@@ -21,16 +22,20 @@ class Summary(dict):
 @contextlib.contextmanager
 def stage(out_dir: str, command: str) -> Iterator[Summary]:
   """Runs a stage body; on success writes `out_dir/summary.json` with
-  `command`, `seconds` and whatever the body put into the summary."""
-  os.makedirs(out_dir, exist_ok=True)
-  summary = Summary()
-  start = time.time()
-  yield summary
-  record: Dict[str, Any] = {"command": command,
-                            "seconds": round(time.time() - start, 3)}
-  record.update(summary)
-  atomic_write_json(os.path.join(out_dir, "summary.json"), record)
-  logging.info("wrote %s", os.path.join(out_dir, "summary.json"))
+  `command`, `seconds` and whatever the body put into the summary.
+
+  One process at a time in `out_dir` (`lock.run_lock`): two `fit`s into
+  one directory both exited 0, the second's summary describing the first's
+  parameters, or the other way round."""
+  with lock.run_lock(out_dir, wait_flag=False):
+    summary = Summary()
+    start = time.time()
+    yield summary
+    record: Dict[str, Any] = {"command": command,
+                              "seconds": round(time.time() - start, 3)}
+    record.update(summary)
+    atomic_write_json(os.path.join(out_dir, "summary.json"), record)
+    logging.info("wrote %s", os.path.join(out_dir, "summary.json"))
 
 
 _COMMAND_LINE = ["csl-jax"]

@@ -1,7 +1,9 @@
 """One process per run directory: an advisory lock on `RUN/.lock`.
 
 Two `csl-jax augment` runs into one directory would mix their artifacts
-(one run's model fit on the other's data). The lock is an OS file lock, so
+(one run's model fit on the other's data); so would two stage commands
+(`fit`, `parse`, `train`, ...) into one `--out`, which `cli/stage.py` locks
+the same way. The lock is an OS file lock, so
 it goes away with the process however it ends (kill -9 included): there is
 never a stale lock to clean up by hand.
 """
@@ -31,13 +33,15 @@ def _holder(path: str) -> str:
 
 @contextlib.contextmanager
 def run_lock(run_dir: str, wait: bool = False,
-             poll_seconds: float = 1.0) -> Iterator[None]:
+             poll_seconds: float = 1.0,
+             wait_flag: bool = True) -> Iterator[None]:
   """Holds the lock of `run_dir` for the body.
 
   Args:
     run_dir: the run directory (created if missing).
     wait: wait for the other process to finish instead of stopping.
     poll_seconds: how often to retry while waiting.
+    wait_flag: the command has `--wait` (the error suggests it).
 
   Raises:
     InputError: the directory is locked by a live process and `wait` is off,
@@ -63,8 +67,8 @@ def run_lock(run_dir: str, wait: bool = False,
         if not wait:
           raise InputError(
               f"in use by {holder} (another csl-jax run); wait for it to "
-              "finish, pass --wait, or choose another --out",
-              run_dir) from None
+              f"finish{', pass --wait,' if wait_flag else ''} or choose "
+              "another --out", run_dir) from None
         if not announced:
           logging.info("%s is in use by %s; waiting", run_dir, holder)
           announced = True
