@@ -674,3 +674,25 @@ def test_a_stage_out_in_use_by_another_run_is_refused(tmp_path, capsys):
   assert cli.main(["coverage", "--grammar", FIXTURE, "--data", str(data),
                    "--out", out]) == 0  # once it is free
   assert summary(out)["num_examples"] == 1
+
+
+def test_out_of_memory_is_one_line_not_a_traceback(tmp_path, monkeypatch,
+                                                   capsys):
+  """A bound raised past what the machine holds (`fit --max_source_len
+  6000` on a 5,000-token line) ended in numba's MemoryError traceback."""
+  module = cli.SUBCOMMANDS["coverage"]
+
+  def huge(args):
+    del args
+    raise MemoryError("Allocation failed (probably too large).\n"
+                      "  In call to configurable 'fit' (<function fit>)")
+
+  monkeypatch.setattr(module, "main", huge)
+  data = tmp_path / "d.tsv"
+  data.write_text("jump\tI_JUMP\n")
+  assert cli.main(["coverage", "--grammar", FIXTURE, "--data", str(data),
+                   "--out", str(tmp_path / "o")]) == 2
+  err = capsys.readouterr().err
+  assert err.startswith("csl-jax: error: out of memory (Allocation failed "
+                        "(probably too large).): ")
+  assert "--skip_too_long" in err and err.count("\n") == 1

@@ -341,6 +341,18 @@ def main(argv: Optional[List[str]] = None, *,
           f"{e.strerror}; the same command resumes once that is mended",
           file=sys.stderr)
     return 2
+  except MemoryError as e:
+    # An input the bounds let through but the machine cannot hold: `fit
+    # --max_source_len 6000` on a 5,000-token line was numba's raw
+    # "Allocation failed" traceback. (gin appends "In call to configurable
+    # ..." lines: the first line is the allocator's.)
+    first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+    print(f"csl-jax: error: out of memory{f' ({first})' if first else ''}: "
+          "is an input longer than this machine can take? Lower the length "
+          "bounds (--max_source_len / --max_target_len where the command "
+          "has them) or pass --skip_too_long; the stages' caches keep what "
+          "finished", file=sys.stderr)
+    return 2
   except KeyboardInterrupt as e:  # Ctrl-C: one line, not a traceback
     # A trainer's says what it saved, or that a second Ctrl-C lost the
     # steps since its last checkpoint (stop_request.py); elsewhere the
