@@ -172,6 +172,25 @@ def test_cfg_inline_comment_is_said(caplog):
   assert not caplog.records
 
 
+def test_cfg_category_on_no_right_hand_side_is_said(caplog):
+  """`C -> Wk | Look` for `C -> Walk | Look` (two edits: no misspelt-
+  category warning) made `Wk` a terminal and `Walk` dead without a word."""
+  from csl_jax.qcfg import output_cfg  # pylint: disable=g-import-not-at-top
+  text = "S -> C\nC -> Wk | Look\nWalk -> I_WALK\nLook -> I_LOOK\n"
+  with caplog.at_level("WARNING"):
+    output_cfg.parse_output_cfg(text, "g.cfg")
+  assert [r.getMessage() for r in caplog.records] == [
+      "g.cfg:3: category 'Walk' is on no right-hand side and is not the "
+      "start category 'S': its productions are never used (a typo in the "
+      "name where it is meant? or %start Walk?)"]
+  with pytest.raises(InputError, match=r"^g.cfg:3: category 'Walk'"):
+    output_cfg.parse_output_cfg(text, "g.cfg", strict=True)
+  caplog.clear()  # the start named by %start, and a used category: silent
+  output_cfg.parse_output_cfg("%start Walk\nS -> x\nWalk -> S y\n")
+  output_cfg.parse_output_cfg(text.replace("Wk", "Walk"))
+  assert not caplog.records
+
+
 # ------------------------------------------------- data directories (tsv) --
 
 def _tsv_dir(tmp_path, name="data"):

@@ -142,7 +142,9 @@ def test_cfg_typo_in_category_is_warned_with_line(caplog):
 
 def test_cfg_quoted_or_differently_cased_terminals_are_not_warned(caplog):
   with caplog.at_level(py_logging.WARNING):
-    cfg_lib.parse_output_cfg(TYPO.replace("Cty", '"Cty"'), strict=True)
+    # (City used: a category on no right-hand side is said otherwise.)
+    cfg_lib.parse_output_cfg(TYPO.replace("Cty", '"Cty" | City'),
+                             strict=True)
     # FunQL style: `state` next to `State`, `sum` next to `Num`.
     cfg_lib.parse_output_cfg("State -> state | sum ( Num )\nNum -> 0\n",
                              strict=True)

@@ -26,7 +26,10 @@ neighbours) away from a category name whose first letter has the same case
 (`Cty` vs `City`, not `sum` vs `Num` or `state` vs `State`) is reported with
 file and line, noting when that category is never used on a right-hand side
 (the usual trace of a typo). Quoting the terminal (`"Cty"`) says it is meant
-and silences the warning; `strict=True` makes it an InputError.
+and silences the warning; `strict=True` makes it an InputError. A typo
+further from the name (`Wk` for `Walk`) leaves the category on no
+right-hand side: a category that is neither used nor the start category is
+reported the same way, naming its first production's line.
 
 `format_output_cfg` writes the canonical form: `%start` only when the start is
 not the first LHS, one production per line, quotes only where needed.
@@ -346,7 +349,7 @@ def suspicious_terminals(rules, start: Optional[str] = None
   alternatives as raw tokens) as `parse_output_cfg` collects them."""
   categories = list(dict.fromkeys(lhs for _, lhs, _ in rules))
   used = {t for _, _, alts in rules for alt in alts for t in alt}
-  found, reported = [], set()
+  found, reported, hinted = [], set(), set()
   for number, _, alternatives in rules:
     for token in (t for alt in alternatives for t in alt):
       if token in reported or token in categories:
@@ -372,7 +375,20 @@ def suspicious_terminals(rules, start: Optional[str] = None
               f"{unused}: a misspelt category? (quote it, \"{token}\", if "
               "it is meant as a terminal)")))
           reported.add(token)
+          hinted.add(c)
           break
+  # A category no production uses, and not the start: its productions are
+  # dead, whatever the typo where it was meant (one edit away is said above).
+  first = start or categories[0]
+  lines: Dict[str, int] = {}
+  for number, lhs, _ in rules:
+    lines.setdefault(lhs, number)
+  for c in categories:
+    if c != first and c not in used and c not in hinted:
+      found.append((lines[c], (
+          f"category {c!r} is on no right-hand side and is not the start "
+          f"category {first!r}: its productions are never used (a typo in "
+          f"the name where it is meant? or %start {c}?)")))
   return found
 
 
