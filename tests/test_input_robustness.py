@@ -235,6 +235,19 @@ def test_fit_dataset_bounds_lengths():
   assert data.num_too_long == 0 and len(data.pairs) == 3
 
 
+def test_induce_bound_says_how_to_raise_it(tmp_path):
+  """`induce` has no --max_source_len flag: its bound's error named no
+  way past it (the gin bindings)."""
+  from csl_jax.methods.csl import induce  # pylint: disable=g-import-not-at-top
+  train_tsv = tmp_path / "t.tsv"
+  train_tsv.write_text("walk\tI_WALK\n" + " and ".join(["walk"] * 40) +
+                       "\t" + " ".join(["I_WALK"] * 40) + "\n")
+  with pytest.raises(InputError, match=r"79 > 64 .*--gin\.induce\."
+                     r"max_source_len=N") as e:
+    induce.induce(str(tmp_path / "out"), str(train_tsv))
+  assert e.value.line == 2
+
+
 # -------------------------------------------------------------- sampling --
 
 

@@ -71,7 +71,9 @@ def induce(out_dir: str, train: str, seed_rules: Optional[str] = None,
     if len(x) > max_source_len or len(y) > max_target_len:
       raise InputError(f"example longer than the bound ({len(x)} > "
                        f"{max_source_len} or {len(y)} > {max_target_len} "
-                       "tokens)", train, line)
+                       "tokens): raise it with --gin.induce.max_source_len="
+                       "N / --gin.induce.max_target_len=N, or leave such "
+                       "examples out", train, line)
     if ("NT_" in ex.input or "NT_" in ex.output) and any(
         t.startswith("NT_") for t in x + y):  # NT_0 too: no rule takes it
       raise InputError("token of the form NT_k is reserved for "
