@@ -6,6 +6,7 @@ import os
 import sys
 import time
 
+import numpy as np
 import pytest
 
 from csl_jax import progress as progress_lib
@@ -204,6 +205,30 @@ def test_chart_estimate_grows_as_expected():
   # 4,999 tokens of `walk and walk ...`: ~n^3/12 = 10^10 edges, far over.
   assert viterbi.chart_bytes(4999, 10**10, 6, 2, 4, 1) > (
       viterbi.DEFAULT_MAX_CHART_BYTES)
+
+
+def test_parse_stops_a_source_chart_over_the_byte_budget():
+  """With the length bound raised, 4,999 tokens of `walk and walk ...` grew
+  their source chart (~10^10 edges) to the machine's memory before the
+  chart estimate could refuse them: the edges stop at the budget."""
+  from csl_jax.cky import forest  # pylint: disable=g-import-not-at-top
+  m = _model()
+  tokens = " and ".join(["walk"] * 20).split()  # 39 tokens, 1,350 edges
+  scratch = forest.source_chart_scratch(m.grammar)
+  whole = forest.source_chart(m.grammar, tokens, scratch)
+  assert len(whole[1]) == 1350
+  assert forest.source_chart(m.grammar, tokens, scratch, 1349) is None
+  same = forest.source_chart(m.grammar, tokens, scratch, 1350)
+  assert all(np.array_equal(a, b) for a, b in zip(same, whole))
+  budget = 1000 * (12 + 8 * 2)  # the edges of 1,000: less than 1,350
+  with pytest.raises(InputError, match="input 2: its source chart has "
+                     "more than 1,000 edges"):
+    viterbi.parse_batch(*_parse_args(m), ["walk", " ".join(tokens)],
+                        max_chart_bytes=budget)
+  results = viterbi.parse_batch(*_parse_args(m), ["walk", " ".join(tokens)],
+                                max_chart_bytes=budget, skip_too_long=True)
+  assert results[0].parsed and not results[1].parsed
+  assert "more than 1,000 edges" in results[1].skipped
 
 
 def test_parse_of_a_batch_equals_each_input_alone():

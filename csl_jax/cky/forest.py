@@ -302,12 +302,20 @@ def source_chart_scratch(grammar: QCFGArrays) -> np.ndarray:
   return np.zeros(max(len(grammar.source_vocab), 1), np.bool_)
 
 
-def source_chart(grammar: QCFGArrays, tokens, scratch: np.ndarray):
+NO_EDGE_LIMIT = np.iinfo(np.int64).max - 1
+
+
+def source_chart(grammar: QCFGArrays, tokens, scratch: np.ndarray,
+                 max_edges: int = NO_EDGE_LIMIT):
   """`qcfg_kernel.source_chart` of one input's tokens: (derivable flat
-  spans, edge rules, parent spans, child spans)."""
-  return qcfg_kernel.source_chart(grammar.encode_source(tokens),
-                                  grammar.src_sym, grammar.src_len,
-                                  grammar.max_nts, scratch)
+  spans, edge rules, parent spans, child spans); None when the chart has
+  more than `max_edges` edges (built no further)."""
+  has, e_rule, e_parent, e_child = qcfg_kernel.source_chart(
+      grammar.encode_source(tokens), grammar.src_sym, grammar.src_len,
+      grammar.max_nts, scratch, np.int64(max_edges))
+  if len(e_rule) > max_edges:
+    return None
+  return has, e_rule, e_parent, e_child
 
 
 def parse_source(grammar: QCFGArrays, x,

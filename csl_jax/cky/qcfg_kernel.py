@@ -531,10 +531,15 @@ def forest_batch(xs, x_off, ys, y_off, src_sym, src_len, tgt_sym, tgt_len,
 
 
 @numba.njit(cache=True)
-def source_chart(x, src_sym, src_len, max_nts, present_src):
+def source_chart(x, src_sym, src_len, max_nts, present_src, max_edges):
   """Source-side chart of x alone: all spans NT derives and the hyperedges
   (rule, parent span, child spans), spans flattened as i * (n + 1) + j.
-  Unary-source rules give self-loop edges (a cyclic forest)."""
+  Unary-source rules give self-loop edges (a cyclic forest).
+
+  Stops at more than `max_edges` edges, returning max_edges + 1 of them
+  (a long input's chart grows as n^3: 4,999 tokens of `walk and walk ...`
+  have ~10^10 edges, which grew to the machine's memory before any
+  estimate could refuse the input)."""
   n = x.shape[0]
   n1 = n + 1
   src_has = np.zeros(n1 * n1, np.bool_)
@@ -597,10 +602,14 @@ def source_chart(x, src_sym, src_len, max_nts, present_src):
           e_rule, e_parent, e_child, ne = _append_edge(
               e_rule, e_parent, e_child, ne, r, i * n1 + j, children,
               np.int64(nnt))
+          if ne > max_edges:
+            return src_has, e_rule[:ne], e_parent[:ne], e_child[:ne]
       if src_has[i * n1 + j]:
         for ui in range(nu):
           children[0] = i * n1 + j
           e_rule, e_parent, e_child, ne = _append_edge(
               e_rule, e_parent, e_child, ne, unary[ui], i * n1 + j,
               children, np.int64(1))
+          if ne > max_edges:
+            return src_has, e_rule[:ne], e_parent[:ne], e_child[:ne]
   return src_has, e_rule[:ne], e_parent[:ne], e_child[:ne]

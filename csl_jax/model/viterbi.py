@@ -21,8 +21,11 @@ tokens, or a chart whose estimated memory (`chart_bytes`: dense
 (span, context) tables, n^2 x contexts, plus k-best lists per needed cell and
 the source chart's edges, up to n^3 per two-NT rule) exceeds
 `max_chart_bytes`, is an InputError naming the input, or with
-`skip_too_long` gets no parse and a `skipped` reason. Inputs are parsed one
-at a time, so memory stays bounded.
+`skip_too_long` gets no parse and a `skipped` reason. The source chart
+stops growing once its edges alone are over `max_chart_bytes` (such an
+input is refused the same way), so a raised `max_source_len` cannot grow
+it to the machine's memory first. Inputs are parsed one at a time, so
+memory stays bounded.
 
 The loop over inputs is Python, calling the chart and the read-out of its
 root hypotheses per input: a jitted loop would re-optimize both (numba links
@@ -464,8 +467,12 @@ def chart_bytes(n: int, num_edges: int, num_contexts: int, width: int,
   dense = cells * num_contexts * 9 + cells  # need, slot_of, span_used
   slots = min(cells * num_contexts, 1 + num_edges * width)
   lists = slots * (levels * (k * (16 + 4 * width) + 4) + 4)
-  edges = num_edges * (12 + 8 * width)
-  return dense + lists + edges
+  return dense + lists + num_edges * _edge_bytes(width)
+
+
+def _edge_bytes(width: int) -> int:
+  """A source chart edge's bytes: rule (int32), parent and children."""
+  return 12 + 8 * width
 
 
 def _chart_contexts(e_rule, num_nts, ctx_index) -> int:
@@ -500,8 +507,18 @@ def _source_charts(model: "_Model", inputs, k: int, levels: int,
       continue
     if not tokens:
       continue
-    has, e_rule, e_parent, e_child = forest_lib.source_chart(
-        grammar, tokens, present)
+    # Edges alone over the budget: refused, as the estimate below would
+    # refuse them, before the chart grows past it (n^3 edges for a long
+    # input).
+    max_edges = max_chart_bytes // _edge_bytes(width)
+    chart = forest_lib.source_chart(grammar, tokens, present, max_edges)
+    if chart is None:
+      skipped[b] = _too_long(
+          f"its source chart has more than {max_edges:,} edges: its chart "
+          f"needs more than max_chart_bytes ({max_chart_bytes / 2**30:.2f} "
+          "GiB)", b, skip_too_long, source)
+      continue
+    has, e_rule, e_parent, e_child = chart
     if not has[len(tokens)]:  # The root span (0, n).
       continue
     # The contexts counted only when a bound on them does not fit.
