@@ -696,3 +696,18 @@ def test_out_of_memory_is_one_line_not_a_traceback(tmp_path, monkeypatch,
   assert err.startswith("csl-jax: error: out of memory (Allocation failed "
                         "(probably too large).): ")
   assert "--skip_too_long" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("command", ["fit", "parse", "coverage"])
+def test_length_bound_help_gives_the_defaults(command, capsys):
+  """`fit --help` showed --max_source_len without its default (64) or
+  what a longer example does."""
+  from csl_jax.cky import forest  # pylint: disable=g-import-not-at-top
+  with pytest.raises(SystemExit):
+    cli.main([command, "--help"])
+  text = " ".join(capsys.readouterr().out.split())
+  assert f"--max_source_len MAX_SOURCE_LEN input tokens at most (default: " \
+         f"{forest.DEFAULT_MAX_SOURCE_LEN}," in text
+  if command != "parse":
+    assert ("--max_target_len MAX_TARGET_LEN output tokens at most "
+            f"(default: {forest.DEFAULT_MAX_TARGET_LEN},") in text

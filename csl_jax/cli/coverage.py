@@ -12,10 +12,13 @@ def add_parser(subparsers) -> None:
   parser.add_argument("--grammar", required=True, help="a .qcfg file")
   parser.add_argument("--data", required=True, help="input<TAB>output TSV")
   parser.add_argument("--max_nts", type=int)
-  parser.add_argument("--max_source_len", type=int)
-  parser.add_argument("--max_target_len", type=int)
+  parser.add_argument("--max_source_len", type=int,
+                      help=stage.SOURCE_HELP)
+  parser.add_argument("--max_target_len", type=int,
+                      help=stage.TARGET_HELP)
   parser.add_argument("--skip_malformed", action="store_true", default=None)
-  parser.add_argument("--skip_too_long", action="store_true", default=None)
+  parser.add_argument("--skip_too_long", action="store_true", default=None,
+                      help="count longer pairs as not derived")
   parser.add_argument("--out", required=True)
 
 

@@ -16,9 +16,10 @@ def add_parser(subparsers) -> None:
   parser.add_argument("--unlabeled", help="inputs to label and refit on "
                       "(hard EM, paper C.7)")
   parser.add_argument("--unlabeled_copies", type=int)
-  parser.add_argument("--max_source_len", type=int)
-  parser.add_argument("--max_target_len", type=int)
-  parser.add_argument("--skip_too_long", action="store_true", default=None)
+  parser.add_argument("--max_source_len", type=int, help=stage.SOURCE_HELP)
+  parser.add_argument("--max_target_len", type=int, help=stage.TARGET_HELP)
+  parser.add_argument("--skip_too_long", action="store_true", default=None,
+                      help="leave longer pairs out (counted in the summary)")
   parser.add_argument("--forest_shards", type=int,
                       help="build the forests in N shards kept as array "
                       "files in OUT/forests (the same fit)")

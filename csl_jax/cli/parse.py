@@ -13,8 +13,10 @@ def add_parser(subparsers) -> None:
                  "derivations whose output the model's output CFG accepts "
                  "(default: viterbi.DEFAULT_CFG_K, 16, with an output CFG, "
                  "else 1); a smaller k can leave inputs unparsed")
-  p.add_argument("--max_source_len", type=int)
-  p.add_argument("--skip_too_long", action="store_true", default=None)
+  p.add_argument("--max_source_len", type=int, help=stage.SOURCE_HELP)
+  p.add_argument("--skip_too_long", action="store_true", default=None,
+                 help="leave longer inputs unparsed (counted in the "
+                 "summary)")
   p.add_argument("--out", required=True)
   p = subparsers.add_parser(
       "evaluate", help="exact match, coverage breakdown, ensemble")

@@ -38,6 +38,15 @@ def stage(out_dir: str, command: str) -> Iterator[Summary]:
     logging.info("wrote %s", os.path.join(out_dir, "summary.json"))
 
 
+# The length bounds' help (csl_jax.cky.forest's defaults, not imported:
+# `--help` should not pay for Numba; tests/test_cli.py checks them).
+SOURCE_HELP = ("input tokens at most (default: 64, or the stage's gin "
+               "binding); a longer example is an error, or with "
+               "--skip_too_long left out")
+TARGET_HELP = ("output tokens at most (default: 256, or the stage's gin "
+               "binding)")
+
+
 _COMMAND_LINE = ["csl-jax"]
 
 
