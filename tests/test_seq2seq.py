@@ -897,6 +897,21 @@ def test_curriculum_run_resumes_the_same_batches(reverse_task, tmp_path,
         os.path.join(killed, train.LEARNING_DIR, name)))
 
 
+def test_resume_refusal_names_only_the_fields_that_differ(tmp_path):
+  """`csl-jax train --steps 30` into a run of 20 printed both whole
+  configurations, in different orders: the one field was hard to find."""
+  from csl_jax.errors import InputError  # pylint: disable=g-import-not-at-top
+  saved = {"model": {"d_model": 32}, "task": "t",
+           "train": {"batch_size": 64, "num_steps": 20, "seed": 0}}
+  with open(tmp_path / train.CONFIG_FILE, "w") as f:
+    json.dump(saved, f)
+  key = dict(saved, train={"seed": 0, "num_steps": 30, "batch_size": 64})
+  with pytest.raises(InputError) as e:
+    train._check_resumable(str(tmp_path), key)  # pylint: disable=protected-access
+  assert (f"{tmp_path} holds a run with another training configuration "
+          "(num_steps: 20, now 30); resume") in str(e.value)
+
+
 def test_resume_refuses_another_training_config(trained, reverse_task,
                                                 tmp_path):
   from csl_jax.errors import InputError  # pylint: disable=g-import-not-at-top

@@ -337,6 +337,12 @@ def _check_resumable(out_dir: str, key: Dict[str, Any]) -> None:
     if was == now:
       continue
     detail = f"{was}, now {now}"
+    if isinstance(was, dict) and isinstance(now, dict):
+      # Only what differs: the whole records (`--steps 30` after 20) hid
+      # the one field among a dozen, in another order.
+      detail = ", ".join(
+          f"{f}: {was.get(f, '(none)')}, now {now.get(f, '(none)')}"
+          for f in sorted(set(was) | set(now)) if was.get(f) != now.get(f))
     if part == "data" and isinstance(was, dict):  # Hashes say little.
       detail = "changed: " + ", ".join(
           t + ("" if not isinstance(was.get(t), dict) or
