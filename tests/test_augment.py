@@ -91,10 +91,11 @@ def test_run_directory_contract(run_dir):
   rows = dict(info["report_rows"])
   with open(os.path.join(run_dir, "csl", "induce", "grammar.qcfg")) as f:
     num_rules = sum(1 for line in f if "###" in line)
-  assert rows["grammar rules"] == str(num_rules)
+  assert rows["grammar rules"] == f"{num_rules} (csl/induce/grammar.qcfg)"
   with open(os.path.join(run_dir, "report.md")) as f:
     report = f.read()
-  assert f"| grammar rules | — | {num_rules} |" in report
+  assert (f"| grammar rules | — | {num_rules} (csl/induce/grammar.qcfg) |"
+          in report)
   assert "CSL parser exact match" in report and "## Preview: csl" in report
   # Nothing short, no selection: the report as it was before either.
   assert "## Warnings" not in report and "## Selections" not in report

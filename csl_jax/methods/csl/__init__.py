@@ -148,7 +148,10 @@ class CSL:
   def report_rows(self, summaries: Mapping[str, dict]
                   ) -> List[Tuple[str, str]]:
     induce, fit = summaries["induce"], summaries["fit"]
-    rows = [("grammar rules", str(induce["num_rules"])),
+    # Where the grammar is (relative to the run): the report gives its
+    # size, the file gives the rules.
+    rows = [("grammar rules", f'{induce["num_rules"]} '
+             f'({self.name}/induce/grammar.qcfg)'),
             ("training pairs derivable", f'{induce["train_coverage"]:.1f}%'),
             ("train log p(y | x)", f'{fit["train_log_p_y_given_x"]:.5f}')]
     parse = summaries.get("parse")
