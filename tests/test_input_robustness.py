@@ -1,5 +1,6 @@
 """Library-level input robustness (issue 10): readers, bounds, configs."""
 
+import json
 import logging as py_logging
 import math
 import os
@@ -9,6 +10,7 @@ import time
 import numpy as np
 import pytest
 
+from csl_jax.cli import main as cli
 from csl_jax import progress as progress_lib
 from csl_jax import quiet
 from csl_jax.data import scan
@@ -260,17 +262,34 @@ def test_fit_dataset_bounds_lengths():
   assert data.num_too_long == 0 and len(data.pairs) == 3
 
 
-def test_induce_bound_says_how_to_raise_it(tmp_path):
-  """`induce` has no --max_source_len flag: its bound's error named no
-  way past it (the gin bindings)."""
+def test_induce_bound_says_how_to_raise_it_or_skip(tmp_path, caplog):
+  """`induce`'s bound names its flags; --skip_too_long leaves the long
+  example out of the induction and its seed rules, counted and said."""
   from csl_jax.methods.csl import induce  # pylint: disable=g-import-not-at-top
   train_tsv = tmp_path / "t.tsv"
   train_tsv.write_text("walk\tI_WALK\n" + " and ".join(["walk"] * 40) +
-                       "\t" + " ".join(["I_WALK"] * 40) + "\n")
-  with pytest.raises(InputError, match=r"79 > 64 .*--gin\.induce\."
-                     r"max_source_len=N") as e:
+                       "\t" + " ".join(["I_WALK"] * 40) + "\n"
+                       "run\tI_RUN\n")
+  with pytest.raises(InputError, match=r"79 > 64 .*--max_source_len N .*"
+                     r"--skip_too_long") as e:
     induce.induce(str(tmp_path / "out"), str(train_tsv))
   assert e.value.line == 2
+  out = tmp_path / "cli"
+  assert cli.main(["induce", "--train", str(train_tsv), "--out", str(out),
+                   "--skip_too_long", "--gin.InductionConfig.max_nts=1"]) == 0
+  summary = json.loads((out / "summary.json").read_text())
+  assert summary["num_skipped_too_long"] == 1
+  assert summary["num_examples"] == 2
+  assert "t.tsv:2: 1 of 3 examples are over the length bounds" in caplog.text
+  with open(out / "grammar.qcfg") as f:
+    assert "and" not in f.read()
+  # Raised, the bound takes the example in.
+  assert cli.main(["induce", "--train", str(train_tsv), "--out",
+                   str(tmp_path / "cli2"), "--max_source_len", "80",
+                   "--gin.InductionConfig.max_nts=1"]) == 0
+  summary = json.loads((tmp_path / "cli2" / "summary.json").read_text())
+  assert summary["num_skipped_too_long"] == 0
+  assert summary["num_examples"] == 3
 
 
 # -------------------------------------------------------------- sampling --

@@ -47,10 +47,13 @@ def induce(out_dir: str, train: str, seed_rules: Optional[str] = None,
            skip_malformed: bool = False,
            max_source_len: int = forest.DEFAULT_MAX_SOURCE_LEN,
            max_target_len: int = forest.DEFAULT_MAX_TARGET_LEN,
+           skip_too_long: bool = False,
            config: Optional[InductionConfig] = None) -> dict:
   """Writes DIR/grammar.qcfg; returns the summary. Resumes from
   DIR/induction_state.json when the data, config, seed rules and output CFG
-  are unchanged."""
+  are unchanged. An example over the length bounds is an error, or with
+  `skip_too_long` left out of the induction and its seed rules (counted,
+  with a warning naming the first)."""
   config = config or InductionConfig()
   configs.check_values("induce", locals(),
                        max_source_len=configs.AT_LEAST_ONE,
@@ -65,15 +68,18 @@ def induce(out_dir: str, train: str, seed_rules: Optional[str] = None,
   stats = tsv.ReadStats()
   examples = tsv.read_tsv(train, skip_malformed=skip_malformed,
                           stats=stats)
-  pairs = []
+  pairs, kept, too_long = [], [], []
   for ex, line in zip(examples, stats.lines):  # file lines, skipped or not
     x, y = ex.input.split(), ex.output.split()
     if len(x) > max_source_len or len(y) > max_target_len:
+      if skip_too_long:
+        too_long.append(line)
+        continue
       raise InputError(f"example longer than the bound ({len(x)} > "
                        f"{max_source_len} or {len(y)} > {max_target_len} "
-                       "tokens): raise it with --gin.induce.max_source_len="
-                       "N / --gin.induce.max_target_len=N, or leave such "
-                       "examples out", train, line)
+                       "tokens): raise it with --max_source_len N / "
+                       "--max_target_len N, or pass --skip_too_long",
+                       train, line)
     if ("NT_" in ex.input or "NT_" in ex.output) and any(
         t.startswith("NT_") for t in x + y):  # NT_0 too: no rule takes it
       raise InputError("token of the form NT_k is reserved for "
@@ -82,6 +88,19 @@ def induce(out_dir: str, train: str, seed_rules: Optional[str] = None,
       raise InputError("token '###' is reserved (it separates a rule's "
                        "sides in grammar.qcfg)", train, line)
     pairs.append((x, y))
+    kept.append(ex)
+  if too_long:
+    logging.warning("%s:%d: %d of %d examples are over the length bounds "
+                    "(%d / %d tokens) and are left out of the induction "
+                    "(num_skipped_too_long in the summary)", train,
+                    too_long[0], len(too_long), len(examples),
+                    max_source_len, max_target_len)
+    if not pairs:
+      raise InputError(f"every example is over the length bounds "
+                       f"({max_source_len} / {max_target_len} tokens)",
+                       train, too_long[0])
+  summary["num_skipped_too_long"] = len(too_long)
+  examples = kept
   if cfg:  # another dataset's CFG fails now, not after the induction
     check_training_outputs(cfg, output_cfg, "induce.output_cfg", train,
                            [y for _, y in pairs], stats.lines, warn=False)
