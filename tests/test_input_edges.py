@@ -5,6 +5,7 @@ file (a training) live beside their command's tests."""
 
 import json
 import os
+import types
 
 import numpy as np
 import pytest
@@ -696,3 +697,19 @@ def test_an_error_that_leaves_threads_ends_the_process_at_once(monkeypatch):
     with pytest.raises(SystemExit):
       cli.run()
   assert exits == [("sys", 2), ("os", 2)]
+
+
+@pytest.mark.parametrize("flag, says", [
+    (os.ST_RDONLY, "not writable (a read-only file system)"),
+    (0, "not writable (permission denied)")])
+def test_unwritable_out_says_why(tmp_path, capsys, monkeypatch, flag, says):
+  """The box runs as root, so access() is faked: a read-only mount was
+  called "permission denied", which sends a user to chmod for nothing."""
+  real_statvfs = os.statvfs
+  monkeypatch.setattr(cli.os, "access", lambda path, mode: False)
+  monkeypatch.setattr(
+      cli.os, "statvfs",
+      lambda path: types.SimpleNamespace(f_flag=flag) if path == str(
+          tmp_path / "o") else real_statvfs(path))
+  assert cli.main(["prepare", "scan", "--out", str(tmp_path / "o")]) == 2
+  assert _error(capsys).endswith(f"o: --out is {says}")

@@ -124,7 +124,10 @@ def _check_out(path: str) -> None:
     raise InputError(f"cannot create --out ({e.strerror.lower()})",
                      path) from None
   if not os.access(path, os.W_OK | os.X_OK):
-    raise InputError("--out is not writable (permission denied)", path)
+    read_only = os.statvfs(path).f_flag & os.ST_RDONLY
+    raise InputError("--out is not writable (%s)" % (
+        "a read-only file system" if read_only else "permission denied"),
+                     path)
 
 
 def _check_out_owner(path: str, subcommand: str) -> None:
