@@ -261,6 +261,31 @@ def test_difference_to_original_by_hand():
       "delta"] == -3.0 and "length" not in back["original"]
 
 
+def test_no_spread_and_no_difference_are_exact_in_floats():
+  """Seeds that agree have no spread, even where their float mean is not
+  exact (3 × 0.1 sums to 0.30000000000000004): a rounding residue of 1e-17
+  read as spread made Welch's t enormous, "[+0.10, +0.10] p = 1e-34" for
+  rows whose seeds cannot say. Rows of the same mean differ by +0.00, not
+  "-0.00" from the order of a float sum."""
+  same = results.mean_std([0.1, 0.1, 0.1])
+  assert same["std"] == 0.0 and same["mean"] == 0.1
+  d = results.welch([0.1, 0.1, 0.1], [0.2, 0.2, 0.2])
+  assert math.isnan(d["p"]) and math.isnan(d["low"])
+  assert results.difference_text(d) == "+0.10"
+  assert results.difference_text(results.welch([0.1] * 3, [0.0] * 3)) == \
+      "-0.10"
+  # A COGS category's 1 of 1000 in every seed, as an exact match would be.
+  agree = [100.0 * 1 / 1000] * 3
+  assert results.mean_std(agree)["std"] == 0.0
+  assert results.cell_text(results.mean_std(agree)) == "0.10 ± 0.00 (3)"
+  d = results.welch([0.1, 0.2, 0.3], [0.3, 0.2, 0.1])
+  assert d["delta"] == 0.0 and d["p"] == pytest.approx(1.0)
+  assert results.difference_text(d).startswith("+0.00 [")
+  # A seed without a score (NaN) makes the cell NaN, not a traceback.
+  s = results.mean_std([1.0, float("nan"), 2.0])
+  assert math.isnan(s["mean"]) and math.isnan(s["std"]) and s["n"] == 3
+
+
 # ---- per-category scoring -------------------------------------------------
 
 def test_score_by_length_and_category():

@@ -6,6 +6,7 @@ import html
 import json
 import math
 import os
+import statistics
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
 
 from csl_jax import evaluation
@@ -86,14 +87,22 @@ def seen_scores(rows: Sequence[Sequence[str]], seen: set
 
 
 def mean_std(values: Sequence[float]) -> Dict[str, float]:
-  """Mean and sample standard deviation (n - 1; 0 for one value)."""
+  """Mean and sample standard deviation (n - 1; 0 for one value).
+
+  Both in exact arithmetic (`statistics`), rounded once: seeds that agree
+  have a std of exactly 0 (a float mean's residue, 3 × 0.1 / 3 - 0.1 =
+  1e-17, read as spread made Welch's t of two such rows enormous), and rows
+  of the same mean differ by exactly 0. A NaN (or inf) value makes the mean
+  NaN (inf) and the std NaN."""
   values = [float(v) for v in values]
   n = len(values)
   if not n:
     return {"mean": float("nan"), "std": float("nan"), "n": 0}
-  mean = sum(values) / n
-  var = sum((v - mean) ** 2 for v in values) / (n - 1) if n > 1 else 0.0
-  return {"mean": mean, "std": math.sqrt(var), "n": n}
+  if not all(math.isfinite(v) for v in values):
+    return {"mean": sum(values) / n,
+            "std": float("nan") if n > 1 else 0.0, "n": n}
+  return {"mean": statistics.mean(values),
+          "std": statistics.stdev(values) if n > 1 else 0.0, "n": n}
 
 
 def cell_text(stats: Mapping[str, float]) -> str:
