@@ -301,7 +301,8 @@ def _run_table(records) -> List[List[str]]:
   return rows
 
 
-_RUN_HEADER = ["split", "data", "seed", "exact match (%)", "train (s)",
+_RUN_HEADER = ["split", "data", "seed",
+               "exact match (%), the first eval part", "train (s)",
                "decode (s)", "train examples/s", "original pairs",
                "synthetic pairs", "checkpoint (step)"]
 
@@ -346,7 +347,8 @@ def write_tables(out_dir: str, records: Sequence[Mapping[str, Any]],
   diff = difference_table(records, base)
   if diff:
     head = (f"Difference to {base} (exact match points): mean over seeds, "
-            "its 95% interval and the p of Welch's t-test (the seeds' "
+            "its 95% interval (Welch-Satterthwaite t) and the two-sided p "
+            "of Welch's t-test, to 2 significant digits (the seeds' "
             "spread only; none where a row has one seed or no spread)")
     md += [f"\n## {head}\n", markdown_table(diff, rows,
                                              text=difference_text)]
@@ -378,7 +380,8 @@ def write_tables(out_dir: str, records: Sequence[Mapping[str, Any]],
   ppl = aggregate(records, "perplexity")
   if ppl:
     head = ("Per-token perplexity of the gold outputs, teacher forced (Yao "
-            "& Koller's Table 6), mean ± std over seeds"
+            "& Koller's Table 6; EOS counted, outputs cut at the model's "
+            "max_target_len), mean ± std over seeds"
             # Unlike the exact match above: the bundle's cells compute it
             # on the accelerator over the whole part.
             + ("; of the whole part, GOODDEV's dev rows included"
