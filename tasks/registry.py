@@ -15,6 +15,10 @@ methods m (csl, geca, csl_random_50000, ...), `register_dataset` registers
                       original rate and the methods splitting the synthetic
                       rate equally, so original:synthetic stays 1:1 and each
                       of n methods gives 1/n of the synthetic examples
+A method whose synthetic file has no pairs (it made nothing) still gets its
+NAME_<m>_synthetic (empty), but NAME_<m>_mixture is NAME alone and
+NAME_all_mixture leaves it out: a SeqIO mixture ends at its first empty
+component, so either would otherwise give no example at all.
   NAME_<m>_programs   method m's sampled programs to backtranslate (pcfg_bt
                       with a T5X reverse model), as split "programs":
                       inputs the program, targets empty (for t5x.infer)
@@ -271,6 +275,18 @@ def _divided(rate: seqio.MixtureRate, n: int) -> seqio.MixtureRate:
   return rate / n
 
 
+def _has_examples(pattern: str) -> bool:
+  """Whether the file(s) `pattern` names hold a line SeqIO reads as an
+  example (`_read_numbered_lines`: one not blank, or with a tab). Reads up
+  to the first such line."""
+  for path in sorted(tf.io.gfile.glob(pattern)):
+    with tf.io.gfile.GFile(path, "rb") as f:
+      for line in f:
+        if line.strip() or b"\t" in line:
+          return True
+  return False
+
+
 def _check_method(method: str) -> None:
   if not re.fullmatch(r"[a-z0-9_]+", method) or method in _RESERVED_METHODS:
     raise InputError(f"{method!r}: a method name is [a-z0-9_]+, not "
@@ -316,7 +332,8 @@ def register_dataset(
       (`register_run` leaves out selector subsets); with none, no
       NAME_all_mixture. NAME gets `original_rate` and each of the n methods
       its synthetic rate / n, so original:synthetic is as in the methods'
-      own mixtures.
+      own mixtures. A method with no synthetic pairs is left out (n counts
+      the others), and its own mixture is NAME alone.
     input_prefix: text put before every input of NAME and the synthetic
       tasks, e.g. "semanticparse: "; defaults to $CSL_JAX_INPUT_PREFIX
       (none when unset).
@@ -370,6 +387,15 @@ def register_dataset(
   if held_out and VALIDATION not in split_to_path:
     split_to_path[VALIDATION] = split_to_path[held_out[0]]
   input_prefix = _input_prefix(input_prefix)
+  # A method may make nothing (GECA with one wug on SCAN length). SeqIO's
+  # mixtures end at their first empty component: its mixture is the
+  # original data alone, and the all-mixture leaves it out.
+  empty = {m for m, path in methods.items() if not _has_examples(path)}
+  for method in sorted(empty):
+    logging.warning("%s: no synthetic pairs (method %s made nothing): "
+                    "%s_%s_mixture is %s alone, and %s leaves it out",
+                    methods[method], method, name, method, name,
+                    name + ALL_MIXTURE_SUFFIX)
 
   vocabulary = vocabulary or vocab_lib.get_vocabulary()
   unregister_dataset(name)  # Drops methods the new registration lacks.
@@ -386,14 +412,15 @@ def register_dataset(
     task, mixture = f"{name}_{method}_synthetic", f"{name}_{method}_mixture"
     _replace_task(task, {"train": path}, vocabulary, metric_fns,
                   input_prefix=input_prefix)
-    _replace_mixture(mixture, [(name, original_rate), (task, rates[method])])
+    _replace_mixture(mixture, [(name, original_rate)] + (
+        [] if method in empty else [(task, rates[method])]))
     registered[method] = (task, mixture)
   all_mixture = None
   if all_methods:
     all_mixture = name + ALL_MIXTURE_SUFFIX
+    mixed = [m for m in all_methods if m not in empty]
     _replace_mixture(all_mixture, [(name, original_rate)] + [
-        (registered[m][0], _divided(rates[m], len(all_methods)))
-        for m in all_methods])
+        (registered[m][0], _divided(rates[m], len(mixed))) for m in mixed])
   program_tasks = {}
   for method, path in programs.items():
     program_tasks[method] = _programs_task(name, method)

@@ -298,3 +298,28 @@ def test_malformed_line_in_reversed_or_method_task_names_file_and_line(
       assert "no tab here" in str(e.value)
   finally:
     registry.unregister_dataset("t_badrun")
+
+
+def test_method_that_made_nothing_does_not_empty_the_mixtures(tmp_path):
+  # A method may make nothing (GECA with one wug on SCAN length): an empty
+  # RUN/geca/synthetic.tsv. SeqIO's mixtures stop at their first empty
+  # component, so NAME_geca_mixture and NAME_all_mixture gave no example at
+  # all (T5X and `csl-jax train`: end of data at the first batch).
+  run = _make_run(tmp_path / "t_run")
+  (run / "geca" / "synthetic.tsv").write_text("\n", encoding="utf-8")
+  names = registry.register_run(run, vocabulary=BYTES)
+  try:
+    assert set(names.methods) == {"csl", "csl_random_4", "geca"}
+    assert _texts("t_run_geca_synthetic", shuffle=False) == []
+    # The method's mixture is the original data alone, ...
+    assert _rates("t_run_geca_mixture") == {"t_run": 1.0}
+    assert set(_sources("t_run_geca_mixture")) == {"orig"}
+    # ... and the all-mixture's synthetic half goes to the methods with
+    # pairs, so original:synthetic stays 1:1.
+    assert _rates("t_run_all_mixture") == {
+        "t_run": 1.0, "t_run_csl_synthetic": 1.0}
+    counts = _sources("t_run_all_mixture")
+    assert set(counts) == {"orig", "csl"}
+    assert 0.45 <= counts["orig"] / 1000 <= 0.55
+  finally:
+    registry.unregister_dataset("t_run")
