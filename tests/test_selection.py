@@ -734,10 +734,14 @@ def test_pipeline_diversity_stage_and_shortfall(tmp_path, clear_gin):
                             str(tmp_path / "twice"))
   picked = tsv.read_tsv(str(tmp_path / "twice" / "synthetic.tsv"))
   assert summary["num_distinct"] == len(set(picked)) < 60
-  assert report.repeats("random_60", summary) == (
-      f"random_60: {len(set(picked))} distinct pairs of the 60 selected: the "
-      "pool repeats pairs (40 distinct of 80; CSL samples with replacement: "
-      "`--gin.SampleConfig.dedup=True` samples distinct pairs)")
+  assert report.repeats("csl/random_60", summary) == (
+      f"csl/random_60: {len(set(picked))} distinct pairs of the 60 selected: "
+      "the pool repeats pairs (40 distinct of 80; CSL samples with "
+      "replacement: `--gin.SampleConfig.dedup=True` samples distinct pairs)")
+  # Another method's pool: no CSL hint (primaug's copies repeat pairs too).
+  assert report.repeats("primaug_2/random_60", summary) == (
+      f"primaug_2/random_60: {len(set(picked))} distinct pairs of the 60 "
+      "selected: the pool repeats pairs (40 distinct of 80)")
   out = tmp_path / "diversity"
   summary = cache.run_stage(augment.diversity_stage(
       selections, str(cands), 0, abstraction="geoquery"), str(out))

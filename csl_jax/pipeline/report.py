@@ -242,11 +242,14 @@ def repeats(stage: str, summary: Mapping[str, Any]) -> Optional[str]:
   distinct = summary.get("num_distinct")
   if distinct is None or distinct == summary["num_examples"]:
     return None
+  # `stage` is METHOD/SELECTION in a run: the hint is CSL's where the pool
+  # is CSL's samples (drawn with replacement).
+  hint = ("; CSL samples with replacement: `--gin.SampleConfig.dedup=True` "
+          "samples distinct pairs" if stage.split("/")[0] == "csl" else "")
   return (f"{stage}: {distinct:,} distinct pairs of the "
           f"{summary['num_examples']:,} selected: the pool repeats pairs "
           f"({summary['pool_distinct']:,} distinct of "
-          f"{summary['pool_size']:,}; CSL samples with replacement: "
-          "`--gin.SampleConfig.dedup=True` samples distinct pairs)")
+          f"{summary['pool_size']:,}{hint})")
 
 
 _SELECTIONS_INTRO = (
