@@ -377,6 +377,12 @@ def test_csl_stages_keyed_on_config_bindings_and_file_roles(tmp_path):
     gin.clear_config()
     plain = configs_of()
     assert plain["fit"][0]["config"] is None  # runs before keep their keys
+    # induce.skip_too_long off: the induce key runs before the option had
+    # (else every run's induction, and what follows, is done again).
+    assert "skip_too_long" not in plain["induce"][0]
+    gin.bind_parameter("induce.skip_too_long", True)
+    assert configs_of()["induce"][0]["skip_too_long"] is True
+    gin.clear_config()
     gin.bind_parameter("FitConfig.num_states", 8)
     gin.bind_parameter("SampleConfig.seed", 3)
     bound = configs_of()

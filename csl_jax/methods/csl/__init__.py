@@ -116,6 +116,8 @@ class CSL:
     config, files = _stage_config(
         induce_lib.induce, ("out_dir", "train"),
         ("csl_jax.induction.search", "InductionConfig"))
+    if not config.get("skip_too_long"):
+      config.pop("skip_too_long", None)  # the key it had before the option
     stages.append(base.Stage(
         "induce", [train] + files, config,
         lambda d: _induce(d, train)))
