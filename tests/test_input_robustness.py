@@ -292,6 +292,23 @@ def test_induce_bound_says_how_to_raise_it_or_skip(tmp_path, caplog):
   assert summary["num_examples"] == 3
 
 
+def test_induce_skipping_too_long_names_the_output_cfg_line(tmp_path):
+  """With --skip_too_long, an output outside the output CFG is named by its
+  own line, not the line of the example as many places before it among all
+  the file's (the skipped ones counted)."""
+  from csl_jax.methods.csl import induce  # pylint: disable=g-import-not-at-top
+  train_tsv = tmp_path / "t.tsv"
+  train_tsv.write_text(" and ".join(["walk"] * 40) + "\t" +
+                       " ".join(["I_WALK"] * 40) + "\nwalk\tBAD\n"
+                       "run\tBAD\n")
+  cfg = tmp_path / "a.cfg"
+  cfg.write_text("S -> I_WALK S | I_WALK | I_RUN\n")
+  with pytest.raises(InputError, match="not in the language") as e:
+    induce.induce(str(tmp_path / "out"), str(train_tsv),
+                  output_cfg=str(cfg), skip_too_long=True)
+  assert e.value.line == 2
+
+
 # -------------------------------------------------------------- sampling --
 
 

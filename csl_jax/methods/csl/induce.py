@@ -68,7 +68,7 @@ def induce(out_dir: str, train: str, seed_rules: Optional[str] = None,
   stats = tsv.ReadStats()
   examples = tsv.read_tsv(train, skip_malformed=skip_malformed,
                           stats=stats)
-  pairs, kept, too_long = [], [], []
+  pairs, kept, kept_lines, too_long = [], [], [], []
   for ex, line in zip(examples, stats.lines):  # file lines, skipped or not
     x, y = ex.input.split(), ex.output.split()
     if len(x) > max_source_len or len(y) > max_target_len:
@@ -89,6 +89,7 @@ def induce(out_dir: str, train: str, seed_rules: Optional[str] = None,
                        "sides in grammar.qcfg)", train, line)
     pairs.append((x, y))
     kept.append(ex)
+    kept_lines.append(line)
   if too_long:
     logging.warning("%s:%d: %d of %d examples are over the length bounds "
                     "(%d / %d tokens) and are left out of the induction "
@@ -103,7 +104,7 @@ def induce(out_dir: str, train: str, seed_rules: Optional[str] = None,
   examples = kept
   if cfg:  # another dataset's CFG fails now, not after the induction
     check_training_outputs(cfg, output_cfg, "induce.output_cfg", train,
-                           [y for _, y in pairs], stats.lines, warn=False)
+                           [y for _, y in pairs], kept_lines, warn=False)
   seeds: List[Rule] = list(load_rules(seed_rules)) if seed_rules else []
   for name in seed_generators:
     if name == "exact_match":
