@@ -4,6 +4,7 @@ import math
 
 import hypothesis
 from hypothesis import strategies as st
+import numpy as np
 import pytest
 
 from csl_jax.cky import forest
@@ -209,3 +210,27 @@ def test_source_chart_matches_reference(case):
   assert set(sf.hyperedges()) == expected
   assert len(sf.hyperedges()) == len(expected)
   assert sf.parses == bool(expected)
+
+
+@hypothesis.settings(max_examples=200, deadline=None)
+@hypothesis.given(grammar_and_pair(), st.integers(-2, 1))
+def test_source_chart_edge_bound_matches_reference(case, delta):
+  """The kernel's whole chart (before pruning) is the twin's, and its
+  `max_edges` bound refuses exactly the charts the twin has more edges in
+  than the bound: the edges the bound counts are the chart's."""
+  rules, x, _ = case
+  g = encode_qcfg(rules)
+  scratch = forest.source_chart_scratch(g)
+  expected = ref.source_chart(rules, x)
+  whole = forest.source_chart(g, x, scratch)
+  n1 = len(x) + 1
+  span = lambda f: divmod(int(f), n1)
+  got = [(int(r), span(p), tuple(span(c) for c in cs if c >= 0))
+         for r, p, cs in zip(*whole[1:])]
+  assert sorted(got) == sorted(expected)
+  bound = max(len(expected) + delta, 0)
+  bounded = forest.source_chart(g, x, scratch, bound)
+  twin = ref.source_chart(rules, x, bound)
+  assert (bounded is None) == (twin is None) == (len(expected) > bound)
+  if bounded is not None:
+    assert all(np.array_equal(a, b) for a, b in zip(bounded, whole))

@@ -9,7 +9,7 @@ and shorter target), so the recursion terminates.
 """
 
 import functools
-from typing import Sequence, Set, Tuple
+from typing import List, Optional, Sequence, Set, Tuple
 
 from csl_jax.qcfg.rules import Rule, nt_index
 
@@ -112,10 +112,10 @@ def count_derivations(rules: Sequence[Rule], x: Sequence[str],
   return count((0, len(x), 0, len(y))) if edges else 0
 
 
-def source_edges(rules: Sequence[Rule], x: Sequence[str]
-                 ) -> Set[Tuple[int, Tuple[int, int], Tuple]]:
-  """Hyperedges over source spans reachable from (0, n); unary-source rules
-  give self-loops on every derivable span."""
+def _span_edges(rules: Sequence[Rule], x: Sequence[str]):
+  """span -> the hyperedges over it: each way a rule's source splits the
+  span (NT pieces derivable), then, if there is one, a self-loop per
+  unary-source rule."""
   x = list(x)
 
   @functools.lru_cache(maxsize=None)
@@ -142,6 +142,14 @@ def source_edges(rules: Sequence[Rule], x: Sequence[str]
               if rule.is_unary_source]
     return out
 
+  return all_edges
+
+
+def source_edges(rules: Sequence[Rule], x: Sequence[str]
+                 ) -> Set[Tuple[int, Tuple[int, int], Tuple]]:
+  """Hyperedges over source spans reachable from (0, n); unary-source rules
+  give self-loops on every derivable span."""
+  all_edges = _span_edges(rules, x)
   result, stack, seen = set(), [(0, len(x))], set()
   while stack:
     span = stack.pop()
@@ -152,3 +160,18 @@ def source_edges(rules: Sequence[Rule], x: Sequence[str]
       result.add(edge)
       stack.extend(edge[2])
   return result
+
+
+def source_chart(rules: Sequence[Rule], x: Sequence[str],
+                 max_edges: Optional[int] = None
+                 ) -> Optional[List[Tuple[int, Tuple[int, int], Tuple]]]:
+  """Every hyperedge of x's source chart, over every span, reached from
+  (0, n) or not (what `qcfg_kernel.source_chart` builds before pruning);
+  None when there are more than `max_edges` (the kernel's bound)."""
+  all_edges = _span_edges(rules, x)
+  n = len(x)
+  edges = [e for i in range(n) for j in range(i + 1, n + 1)
+           for e in all_edges((i, j))]
+  if max_edges is not None and len(edges) > max_edges:
+    return None
+  return edges
