@@ -274,6 +274,8 @@ def test_induce_bound_says_how_to_raise_it_or_skip(tmp_path, caplog):
                      r"--skip_too_long") as e:
     induce.induce(str(tmp_path / "out"), str(train_tsv))
   assert e.value.line == 2
+  # augment runs induce too, without those flags: its gin bindings said.
+  assert "--gin.induce.max_source_len=N" in str(e.value)
   out = tmp_path / "cli"
   assert cli.main(["induce", "--train", str(train_tsv), "--out", str(out),
                    "--skip_too_long", "--gin.InductionConfig.max_nts=1"]) == 0

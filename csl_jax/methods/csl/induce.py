@@ -78,8 +78,10 @@ def induce(out_dir: str, train: str, seed_rules: Optional[str] = None,
       raise InputError(f"example longer than the bound ({len(x)} > "
                        f"{max_source_len} or {len(y)} > {max_target_len} "
                        "tokens): raise it with --max_source_len N / "
-                       "--max_target_len N, or pass --skip_too_long",
-                       train, line)
+                       "--max_target_len N, or pass --skip_too_long (in "
+                       "augment, which has no such flags: "
+                       "--gin.induce.max_source_len=N, "
+                       "--gin.induce.skip_too_long=True)", train, line)
     if ("NT_" in ex.input or "NT_" in ex.output) and any(
         t.startswith("NT_") for t in x + y):  # NT_0 too: no rule takes it
       raise InputError("token of the form NT_k is reserved for "
