@@ -698,7 +698,7 @@ def test_out_of_memory_is_one_line_not_a_traceback(tmp_path, monkeypatch,
   assert "--skip_too_long" in err and err.count("\n") == 1
 
 
-@pytest.mark.parametrize("command", ["fit", "parse", "coverage"])
+@pytest.mark.parametrize("command", ["fit", "parse", "coverage", "induce"])
 def test_length_bound_help_gives_the_defaults(command, capsys):
   """`fit --help` showed --max_source_len without its default (64) or
   what a longer example does."""
