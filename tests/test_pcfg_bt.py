@@ -205,6 +205,29 @@ def test_only_changed_stages_rerun(run):
       tmp_path / "pcfg_bt_reverse_model" / "model")
 
 
+def test_reverse_eval_is_a_shared_stage_only_with_an_eval_part(run):
+  """The reverse model's scores: a stage beside the model (every variant's
+  backtranslate reads its scores.json); with no eval part, no such stage
+  and backtranslate reads none."""
+  tmp_path, run_data = run
+  workdir = str(tmp_path / "e" / "pcfg_bt")
+  scored = {s.name: s for s in _method(tmp_path).stages(run_data, workdir)}
+  assert list(scored) == ["programs", "reverse_model", "reverse_eval",
+                          "backtranslate", "statistics"]
+  eval_dir = scored["reverse_eval"].path(workdir)
+  assert eval_dir == str(tmp_path / "e" / pcfg_bt.REVERSE_EVAL_DIR)
+  assert scored["reverse_eval"].config["eval_part"] == "test"
+  assert os.path.join(eval_dir, "scores.json") in scored[
+      "backtranslate"].inputs
+  config = _method(tmp_path).config
+  plain = {s.name: s for s in PCFGBT(config, MODEL, STEPS, eval_part=None
+                                     ).stages(run_data, workdir)}
+  assert list(plain) == ["programs", "reverse_model", "backtranslate"]
+  assert not any(p.endswith("scores.json")
+                 for p in plain["backtranslate"].inputs)
+  assert plain["backtranslate"].config == scored["backtranslate"].config
+
+
 def test_another_vocabulary_retrains_the_reverse_model(run, monkeypatch):
   tmp_path, run_data = run
   before = {s.name: s.config for s in _method(tmp_path).stages(
