@@ -125,6 +125,20 @@ def test_out_of_another_command_is_refused(tmp_path, capsys):
   for _ in range(2):  # a rerun into its own directory
     assert cli.main(["parse", "--model", model, "--data", str(data),
                      "--out", parsed]) == 0
+  # An augment run's directory, or one of its stages': their summaries name
+  # no command (`fit --out RUN` replaced the run's).
+  for name, record in (("run", {"dataset": "scan", "stages": {}}),
+                       ("stage", {"cached": False, "seconds": 1.0})):
+    other = tmp_path / name
+    other.mkdir()
+    (other / "summary.json").write_text(json.dumps(record))
+    assert cli.main(["parse", "--model", model, "--data", str(data),
+                     "--out", str(other)]) == 2
+    assert _error(capsys).endswith(
+        "summary.json: holds the summary of a `csl-jax augment` run (or of "
+        "one of its stages), which this `csl-jax parse` would overwrite: "
+        "give --out another directory")
+    assert json.loads((other / "summary.json").read_text()) == record
   # Gin flags may stand before the subcommand: still the same command.
   ev = str(tmp_path / "ev")
   gin_file = tmp_path / "empty.gin"

@@ -140,9 +140,19 @@ def _check_out_owner(path: str, subcommand: str) -> None:
     return
   try:
     with open(summary, encoding="utf-8") as f:
-      command = json.load(f).get("command", "")
+      record = json.load(f)
+    command = record.get("command", "")
   except (OSError, ValueError, AttributeError):
     return  # not ours to judge
+  # The pipeline's summaries name no command: a run directory's
+  # (`dataset`, `stages`) or one of its stages' (`cached`). `fit --out RUN`
+  # replaced the run's summary.
+  if (not command and subcommand != "augment"
+      and ({"dataset", "stages"} <= set(record) or "cached" in record)):
+    raise InputError(f"holds the summary of a `csl-jax augment` run (or of "
+                     f"one of its stages), which this `csl-jax {subcommand}`"
+                     " would overwrite: give --out another directory",
+                     summary)
   words = command.split() if isinstance(command, str) else []
   if len(words) < 2 or words[0] != "csl-jax":
     return
