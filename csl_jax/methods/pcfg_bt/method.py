@@ -5,7 +5,8 @@ Stages under `RUN/pcfg_bt/`:
                    fractional counts over the parses of the training
                    outputs, uniform = 1/k, test = counts on the run's test
                    outputs, an oracle) and up to `num_samples` distinct
-                   sampled programs: `programs.txt`, `pcfg.json`.
+                   sampled programs: `programs.txt`, `pcfg.json`, and
+                   the PCFG's probabilities, `pcfg_probs.json`.
   reverse_model/   the Flax seq2seq trained output -> input on the run's
                    training pairs (SeqIO task NAME_reversed).
   reverse_eval/    with an eval part: the reverse model's exact match and
@@ -49,6 +50,12 @@ WORD_SPM_PREFIX = "spm"  # the word model: <reverse model stage>/spm.model
 WORD_SPM = WORD_SPM_PREFIX + ".model"
 REVERSE_MODEL_DIR = "pcfg_bt_reverse_model"  # RUN/<this>, shared by variants
 REVERSE_EVAL_DIR = "pcfg_bt_reverse_eval"  # likewise its scores
+# The programs stage's PCFG, which the statistics stage reads (rather than
+# estimate it again: inside-outside over COGS gen's outputs for P_test).
+PROBS_FILE = "pcfg_probs.json"
+# In the programs stage's key: 2 since it writes PROBS_FILE (a stage made
+# before has none; its programs come out the same bytes).
+PROGRAMS_VERSION = 2
 
 
 @gin.configurable(module="pcfg_bt")
@@ -193,6 +200,8 @@ def sample_programs(out_dir: str, grammar: str, train: str,
   os.makedirs(out_dir, exist_ok=True)
   path = os.path.join(out_dir, "programs.txt")
   atomic_write_text(path, "".join(p + "\n" for p in programs))
+  atomic_write_json(os.path.join(out_dir, PROBS_FILE),
+                    {"name": pcfg.name, "probs": pcfg.probs.tolist()})
   seen = set(train_outputs)
   summary = {
       "distribution": config.distribution,
@@ -208,7 +217,7 @@ def sample_programs(out_dir: str, grammar: str, train: str,
 
 
 def _estimate(cfg, grammar: str, train: str, train_outputs: Sequence[str],
-              test: Optional[str], config: PCFGBTConfig, warn: bool = True):
+              test: Optional[str], config: PCFGBTConfig):
   """(the PCFG of `config.distribution` over `cfg`, its estimate's info)."""
   from csl_jax.pcfg import pcfg as pcfg_lib  # pylint: disable=g-import-not-at-top
   info: Dict[str, Any] = {}
@@ -229,7 +238,7 @@ def _estimate(cfg, grammar: str, train: str, train_outputs: Sequence[str],
       pcfg, info = pcfg_lib.estimate(cfg, outputs, config.distribution)
     except InputError as e:
       raise InputError(f"{grammar}: {e} ({source})") from None
-    if info["num_unparsed"] and warn:
+    if info["num_unparsed"]:
       logging.warning(
           "pcfg_bt: %d of %d outputs of %s do not parse with %s and are not "
           "counted, e.g. %r", info["num_unparsed"], len(outputs), source,
@@ -238,18 +247,18 @@ def _estimate(cfg, grammar: str, train: str, train_outputs: Sequence[str],
 
 
 def statistics(out_dir: str, grammar: str, train: str, evaluate: str,
-               test: Optional[str], candidates: str, config: PCFGBTConfig
-               ) -> Dict[str, Any]:
+               probs: str, candidates: str) -> Dict[str, Any]:
   """The `statistics` stage: Y&K's Table 5 (average length, test bigram
   and instance coverage, input and output side) of the training set with
   and without the backtranslated pairs against the `evaluate` part, and
-  their Table 6 reading through the PCFG: the per-token perplexity of that
-  part's outputs under it."""
+  their Table 6 reading through the PCFG (the programs stage's, `probs`):
+  the per-token perplexity of that part's outputs under it."""
   # pylint: disable=g-import-not-at-top
   import math
+  import numpy as np
   from csl_jax.data import overlap
   from csl_jax.data.tsv import read_tsv
-  from csl_jax.files import atomic_write_json
+  from csl_jax.files import atomic_write_json, read_json
   from csl_jax.pcfg import pcfg as pcfg_lib
   from csl_jax.qcfg.output_cfg import load_output_cfg
   # pylint: enable=g-import-not-at-top
@@ -257,8 +266,9 @@ def statistics(out_dir: str, grammar: str, train: str, evaluate: str,
   added = read_tsv(candidates, allow_empty=True)
   target = read_tsv(evaluate)
   cfg = load_output_cfg(grammar)
-  pcfg, _ = _estimate(cfg, grammar, train, [y for _, y in original], test,
-                      config, warn=False)
+  record = read_json(probs)
+  pcfg = pcfg_lib.PCFG(cfg, np.asarray(record["probs"], np.float64),
+                       record["name"])
   summary: Dict[str, Any] = {"part": os.path.basename(evaluate)[:-4],
                              "candidates_from": "backtranslate"}
   for side, i in (("input", 0), ("output", 1)):
@@ -671,6 +681,7 @@ class PCFGBT:
                          f"{self.eval_part!r} part")
     evaluate = data.splits.get(self.eval_part) if self.eval_part else None
     sampling = configs.to_json(self.config)
+    sampling["version"] = PROGRAMS_VERSION
     # The programs depend on none of the decoding or reverse_* settings.
     for key in [k for k in sampling if k.startswith("reverse_")] + [
         "beam_size", "decode_batch_size", "grammar", "t5x_predictions"]:
@@ -694,14 +705,11 @@ class PCFGBT:
     described = []
     if evaluate:
       pairs = os.path.join(workdir, "backtranslate", "candidates.tsv")
+      probs = os.path.join(programs_dir, PROBS_FILE)
       described = [base.Stage(
-          "statistics", [grammar, train, evaluate, pairs] + (
-              [test] if test else []),
-          {"distribution": self.config.distribution,
-           "known_tokens_only": self.config.known_tokens_only,
-           "eval_part": self.eval_part},
-          lambda d: statistics(d, grammar, train, evaluate, test, pairs,
-                               self.config))]
+          "statistics", [grammar, train, evaluate, probs, pairs],
+          {"eval_part": self.eval_part},
+          lambda d: statistics(d, grammar, train, evaluate, probs, pairs))]
     if self.config.reverse_model == "t5x":
       # Absolute: the T5X commands it goes into run from the repository.
       where = os.path.abspath(self.config.t5x_predictions or
