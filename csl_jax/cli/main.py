@@ -7,7 +7,6 @@ Configuration is T5X style: `--gin_file=F` (repeatable) and
 import argparse
 import errno
 import gc
-import json
 import os
 import re
 import sys
@@ -38,7 +37,7 @@ from csl_jax.cli import prepare
 from csl_jax.cli import run_bundle
 from csl_jax.cli import stage
 from csl_jax.errors import InputError
-from csl_jax.files import read_text
+from csl_jax.files import read_json, read_text
 
 SUBCOMMANDS = {
     "prepare": prepare,
@@ -139,8 +138,7 @@ def _check_out_owner(path: str, subcommand: str) -> None:
   if not os.path.isfile(summary):
     return
   try:
-    with open(summary, encoding="utf-8") as f:
-      record = json.load(f)
+    record = read_json(summary)
     command = record.get("command", "")
   except (OSError, ValueError, AttributeError):
     return  # not ours to judge

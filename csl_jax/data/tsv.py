@@ -118,14 +118,14 @@ def _say_other_space(text: str, path: str) -> None:
   found = _OTHER_SPACE.search(text)
   if not found:
     return
-  line = io.StringIO(text[:found.start()], newline=None).read().count(
-      "\n") + 1
-  count = len(_OTHER_SPACE.findall(text))
   said = (os.path.basename(path),
           hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest())
   if said in _SAID_OTHER_SPACE:
     return
   _SAID_OTHER_SPACE.add(said)
+  line = io.StringIO(text[:found.start()], newline=None).read().count(
+      "\n") + 1
+  count = len(_OTHER_SPACE.findall(text))
   logging.warning("%s:%d: U+%04X, a whitespace character other than space "
                   "and tab: tokens are split at it as at a space (%d such "
                   "character(s) in the file)", path, line,

@@ -31,7 +31,7 @@ import orbax.checkpoint as ocp
 
 from csl_jax import progress as progress_lib
 from csl_jax.errors import InputError
-from csl_jax.files import atomic_write_json, file_sha256
+from csl_jax.files import atomic_write_json, file_sha256, read_json
 from csl_jax.seq2seq import arrays
 from csl_jax.seq2seq import input_pipeline
 from csl_jax.seq2seq import loss_record
@@ -306,8 +306,7 @@ def _read_config(run_dir: str) -> Dict[str, Any]:
   naming it, not a JSONDecodeError traceback."""
   path = os.path.join(run_dir, CONFIG_FILE)
   try:
-    with open(path, encoding="utf-8") as f:
-      record = json.load(f)
+    record = read_json(path)
   except ValueError as e:
     raise InputError(f"not valid JSON ({e}): a torn or edited file? (it is "
                      "written by `csl-jax train`)", path) from None
