@@ -7,8 +7,9 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
-from typing import Any, Callable, Iterable, Iterator, Union
+from typing import Any, Callable, Iterable, Iterator, List, Union
 
 from csl_jax.errors import InputError
 
@@ -26,6 +27,45 @@ def _atomic(path: str) -> Iterator[str]:
   finally:
     if os.path.exists(tmp):
       os.remove(tmp)
+
+
+# What `_atomic`, `atomic_save_figure` and the experiment's copies of a
+# run directory write before their rename: NAME.tmp.PID[.png].
+_TEMPORARY = re.compile(r"\.tmp\.(\d+)(\.png)?$")
+
+
+def _alive(pid: int) -> bool:
+  try:
+    os.kill(pid, 0)
+  except ProcessLookupError:
+    return False
+  except OSError:  # another user's: alive
+    return True
+  return True
+
+
+def remove_temporaries(directory: str) -> List[str]:
+  """Removes what a killed writer left under `directory`: a kill -9 between
+  a temporary's creation and its rename leaves NAME.tmp.PID, which no rerun
+  writes again (another pid) nor removes. Those of a live process (ours, or
+  one writing there without the run lock) are left. Returns the paths."""
+  removed = []
+  for root, dirs, names in os.walk(directory):
+    for name in list(dirs) + names:
+      found = _TEMPORARY.search(name)
+      if not found or _alive(int(found.group(1))):
+        continue
+      path = os.path.join(root, name)
+      if name in dirs:
+        dirs.remove(name)  # not walked into
+        shutil.rmtree(path, ignore_errors=True)
+      else:
+        try:
+          os.remove(path)
+        except FileNotFoundError:
+          pass
+      removed.append(path)
+  return removed
 
 
 def atomic_write_text(path: str, text: Union[str, Iterable[str]]) -> None:

@@ -190,6 +190,33 @@ def test_lock_released_when_holder_is_killed(tmp_path):
     pass
 
 
+def test_a_killed_holders_temporaries_go_when_the_lock_is_taken(tmp_path):
+  """kill -9 between an atomic write's temporary and its rename left
+  `stage_key.json.tmp.PID` in a stage that its rerun finished in place
+  (session 52, pcfg_bt's programs stage): no rerun writes that name again.
+  Whoever takes the lock next removes a dead writer's; a live one's stay."""
+  holder, _ = _start_holder(str(tmp_path))
+  dead = holder.pid
+  holder.kill()
+  holder.join(30)
+  stage = tmp_path / "m" / "programs"
+  stage.mkdir(parents=True)
+  left = [stage / f"stage_key.json.tmp.{dead}",
+          tmp_path / "report_files" / f"plot.png.tmp.{dead}.png"]
+  copy = tmp_path / "augment" / f"seed_1.tmp.{dead}"  # a run dir's copy
+  (copy / "data").mkdir(parents=True)
+  for path in left + [copy / "data" / "train.tsv"]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("x")
+  mine = [stage / f"summary.json.tmp.{os.getpid()}", stage / "index.tmp",
+          stage / "out.txt"]
+  for path in mine:
+    path.write_text("x")
+  with lock.run_lock(str(tmp_path)):
+    assert not any(p.exists() for p in left + [copy])
+    assert all(p.exists() for p in mine)
+
+
 def test_random_selector_is_seeded_and_distinct():
   pool = [tsv.Example(f"x{i}", f"y{i}") for i in range(100)]
   chooser = selection.get("random")

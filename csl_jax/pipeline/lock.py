@@ -18,6 +18,7 @@ from typing import Iterator
 from absl import logging
 
 from csl_jax.errors import InputError
+from csl_jax.files import remove_temporaries
 
 LOCK_FILE = ".lock"
 
@@ -75,6 +76,10 @@ def run_lock(run_dir: str, wait: bool = False,
         time.sleep(poll_seconds)
     os.ftruncate(fd, 0)
     os.write(fd, f"{os.getpid()}\n".encode())
+    # A holder killed mid-write left its temporaries; no rerun would
+    # write or remove them again (they carry the dead holder's pid).
+    for path in remove_temporaries(run_dir):
+      logging.info("removed %s, left by a run that was killed", path)
     yield
   finally:
     os.close(fd)  # releases the lock
