@@ -74,3 +74,34 @@ def test_processes_compiling_at_once_keep_each_signature_apart(tmp_path):
   files = [n for _, _, names in os.walk(tmp_path / "cache") for n in names]
   assert sum(n.endswith(".nbi") for n in files) == 1
   assert sum(n.endswith(".nbc") for n in files) == len(_DTYPES)
+
+
+def test_a_cache_nowhere_writable_falls_back_to_the_temporary_dir(tmp_path):
+  # A read-only install run by a user whose home is read-only or missing
+  # (`nobody`'s /nonexistent): numba found no directory to cache in and
+  # refused to define the kernel, a RuntimeError traceback at import. A
+  # file where each directory would go makes them unwritable even as root.
+  package = tmp_path / "package"
+  package.mkdir()
+  (package / "kernel.py").write_text(_MODULE)
+  (package / "__pycache__").write_text("")
+  (tmp_path / "file").write_text("")
+  env = dict(os.environ, HOME=str(tmp_path / "file" / "home"),
+             XDG_CACHE_HOME=str(tmp_path / "file" / "cache"),
+             TMPDIR=str(tmp_path / "tmp"),
+             PYTHONPATH=os.pathsep.join([str(package)] + sys.path))
+  env.pop("NUMBA_CACHE_DIR", None)
+  (tmp_path / "tmp").mkdir()
+
+  def run():
+    return subprocess.run([sys.executable, "kernel.py", "int64"],
+                          cwd=package, env=env, capture_output=True,
+                          text=True, check=False)
+
+  first = run()
+  assert first.returncode == 0, first.stderr
+  assert first.stdout.split() == ["40474.0"]
+  assert "set NUMBA_CACHE_DIR" in first.stderr
+  saved = [n for _, _, names in os.walk(tmp_path / "tmp") for n in names]
+  assert sum(n.endswith(".nbc") for n in saved) == 1  # a second run loads it
+  assert run().stdout == first.stdout
