@@ -72,7 +72,12 @@ def atomic_write_text(path: str, text: Union[str, Iterable[str]]) -> None:
   """Writes a file so that readers never see a partial one. `text` may be
   an iterable of pieces, written as they come (memory: one piece)."""
   with _atomic(path) as tmp:
-    with io.open(tmp, "w", encoding="utf-8", newline="\n") as f:
+    # A path whose name is not UTF-8 (or any non-ASCII path under an ASCII
+    # locale) reaches Python with its bytes as lone surrogates, which UTF-8
+    # cannot encode: a report naming its run directory was a traceback.
+    # They are written as `\udce9`; read text never holds them.
+    with io.open(tmp, "w", encoding="utf-8", errors="backslashreplace",
+                 newline="\n") as f:
       if isinstance(text, str):
         f.write(text)
       else:
