@@ -3,6 +3,8 @@ are not UTF-8, the locale, caches nowhere writable. Each was a traceback
 or other bytes before."""
 
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -32,3 +34,23 @@ def test_a_run_directory_whose_name_is_not_utf8(tmp_path):
   with open(os.path.join(out, "report.md"), encoding="utf-8") as f:
     assert "caf\\udce9" in f.readline()  # said, and the file is UTF-8
   assert os.path.getsize(os.path.join(out, "primaug", "synthetic.tsv")) > 0
+
+
+def test_a_locale_that_is_not_utf8_reads_the_same_files(tmp_path):
+  # TensorFlow and SentencePiece encode paths as UTF-8 whatever the locale:
+  # under LC_ALL=C without Python's UTF-8 mode, `vocab` of a file in
+  # `données/` was a TypeError traceback (under a Latin-1 locale, "No such
+  # file" for a file that is there). The command reruns in UTF-8 mode.
+  data = tmp_path / "données"
+  data.mkdir()
+  tsv.write_tsv(str(data / "train.tsv"),
+                [tsv.Example(i, o) for i, o in _PAIRS + [("sauté", "É")]])
+  env = dict(os.environ, LC_ALL="C", PYTHONUTF8="0",
+             PYTHONPATH=os.pathsep.join(sys.path))
+  env.pop("LANG", None)
+  done = subprocess.run(
+      [sys.executable, "-m", "csl_jax.cli.main", "vocab", "--tsv",
+       str(data / "train.tsv"), "--out", str(data / "spm"), "--model_type",
+       "word"], env=env, capture_output=True, check=False)
+  assert done.returncode == 0, done.stderr.decode("utf-8", "replace")[-2000:]
+  assert "sauté".encode() in (data / "spm.model").read_bytes()

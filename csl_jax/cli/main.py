@@ -380,7 +380,25 @@ def main(argv: Optional[List[str]] = None, *,
 _EXIT_AT_ONCE: List[bool] = []
 
 
+def _in_utf8_mode() -> None:
+  """Runs the command again in Python's UTF-8 mode where the locale's
+  encoding is not UTF-8 (a Latin-1 locale, or LC_ALL=C with PYTHONUTF8=0).
+  TensorFlow and SentencePiece encode every path as UTF-8, whatever the
+  locale: there, a path decoded from Latin-1 named another file (`vocab`:
+  "No such file" for a file that exists), and one decoded from ASCII was a
+  TypeError traceback. Python's own files and TensorFlow's then agree on
+  a path's bytes; data files are UTF-8 either way."""
+  if sys.flags.utf8_mode or sys.getfilesystemencoding().lower().replace(
+      "-", "") == "utf8":
+    return
+  os.environ["PYTHONUTF8"] = "1"  # side processes too
+  # -X utf8 wins over the environment even under -E or -I (no loop).
+  os.execv(sys.executable, [sys.orig_argv[0], "-X", "utf8",
+                            *sys.orig_argv[1:]])
+
+
 def run() -> None:
+  _in_utf8_mode()
   code = main(freeze_imports=True)
   if code == 130 or (code == 2 and _EXIT_AT_ONCE):
     # Ctrl-C can land while native threads run (XLA's, orbax's async save);
