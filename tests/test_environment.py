@@ -54,3 +54,28 @@ def test_a_locale_that_is_not_utf8_reads_the_same_files(tmp_path):
        "word"], env=env, capture_output=True, check=False)
   assert done.returncode == 0, done.stderr.decode("utf-8", "replace")[-2000:]
   assert "sauté".encode() in (data / "spm.model").read_bytes()
+
+
+def test_a_reader_that_goes_away_leaves_the_run_done(tmp_path):
+  # `csl-jax augment ... | head -1` (or `| grep -q done`): the closing
+  # line to a pipe nobody reads was a BrokenPipeError traceback and exit
+  # status 1 after the run had finished.
+  data = tmp_path / "data"
+  data.mkdir()
+  tsv.write_tsv(str(data / "train.tsv"),
+                [tsv.Example(i, o) for i, o in _PAIRS])
+  read, write = os.pipe()
+  os.close(read)  # the reader is gone before the command speaks
+  try:
+    done = subprocess.run(
+        [sys.executable, "-m", "csl_jax.cli.main", "augment", "--dataset",
+         "tsv", "--data_dir", str(data), "--method", "primaug", "--out",
+         str(tmp_path / "run")], stdout=write, stderr=subprocess.PIPE,
+        env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)),
+        check=False)
+  finally:
+    os.close(write)
+  assert done.returncode == 0, done.stderr.decode()[-2000:]
+  assert b"Traceback" not in done.stderr
+  assert b"BrokenPipe" not in done.stderr
+  assert (tmp_path / "run" / "report.md").exists()

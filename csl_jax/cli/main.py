@@ -397,8 +397,44 @@ def _in_utf8_mode() -> None:
                             *sys.orig_argv[1:]])
 
 
+class _ReaderMayGo:
+  """sys.stdout (or stderr) whose reader may go away (`csl-jax augment ...
+  | head -1`, `| grep -q done`): what is written after is dropped and the
+  work goes on. Before, the closing line was a BrokenPipeError traceback
+  and exit status 1 after a finished run (and run-bundle's first line
+  would have stopped the run)."""
+
+  def __init__(self, stream):
+    self._stream = stream
+
+  def _guard(self, method: str, *args):
+    try:
+      return getattr(self._stream, method)(*args)
+    except BrokenPipeError:
+      devnull = os.open(os.devnull, os.O_WRONLY)
+      os.dup2(devnull, self._stream.fileno())  # what is buffered goes too
+      os.close(devnull)
+      return None
+
+  def write(self, text):
+    return self._guard("write", text)
+
+  def writelines(self, lines):
+    return self._guard("writelines", lines)
+
+  def flush(self):
+    return self._guard("flush")
+
+  def __getattr__(self, name):
+    return getattr(self._stream, name)
+
+
 def run() -> None:
   _in_utf8_mode()
+  for name in ("stdout", "stderr"):
+    stream = getattr(sys, name)
+    if stream is not None:  # None: the descriptor was closed (`>&-`)
+      setattr(sys, name, _ReaderMayGo(stream))
   code = main(freeze_imports=True)
   if code == 130 or (code == 2 and _EXIT_AT_ONCE):
     # Ctrl-C can land while native threads run (XLA's, orbax's async save);
