@@ -38,7 +38,20 @@ def _host_key() -> str:
 def enable() -> None:
   """Caches every compiled program under $JAX_COMPILATION_CACHE_DIR (the
   user's choice wins), else `default_directory()`."""
-  directory = os.environ.get(ENV) or default_directory()
+  directory = os.environ.get(ENV)
+  if not directory:
+    directory = default_directory()
+    try:
+      os.makedirs(directory, exist_ok=True)
+    except OSError as e:
+      # A read-only or missing home: JAX's own complaint was a UserWarning
+      # that reading a cache entry failed, with its source line. No cache.
+      from absl import logging  # pylint: disable=g-import-not-at-top
+      logging.warning("JAX's compilation cache is off: cannot create %s (%s);"
+                      " set %s to a writable directory to keep compiled "
+                      "programs between runs", directory,
+                      e.strerror or e, ENV)
+      return
   # Most of a fit's programs compile in well under JAX's default 1 s floor.
   min_seconds = os.environ.get(MIN_SECONDS_ENV, "0")
   if "jax" in sys.modules:  # jax read its environment already

@@ -42,3 +42,19 @@ def test_the_users_choice_wins(tmp_path):
   directory, seconds = _run(JAX_COMPILATION_CACHE_DIR=str(tmp_path / "mine"),
                             JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="2.5")
   assert directory == str(tmp_path / "mine") and float(seconds) == 2.5
+
+
+def test_a_home_that_cannot_be_written_turns_the_cache_off(tmp_path):
+  # A read-only or missing home: JAX warned, from its first compile, that
+  # *reading* an entry failed. Now one line says why and what to set.
+  (tmp_path / "file").write_text("")
+  base = {k: v for k, v in os.environ.items()
+          if not k.startswith("JAX_") and k != "XDG_CACHE_HOME"}
+  proc = subprocess.run(
+      [sys.executable, "-c", _SCRIPT + "print(jax.jit(lambda x: x + 1)(1))"],
+      env=dict(base, XDG_CACHE_HOME=str(tmp_path / "file" / "cache")),
+      capture_output=True, text=True, check=True)
+  assert proc.stdout.split()[0] in ("None", "")  # no cache directory
+  assert proc.stdout.split()[-1] == "2"
+  assert "JAX_COMPILATION_CACHE_DIR to a writable" in proc.stderr
+  assert "UserWarning" not in proc.stderr
