@@ -79,3 +79,35 @@ def test_a_reader_that_goes_away_leaves_the_run_done(tmp_path):
   assert b"Traceback" not in done.stderr
   assert b"BrokenPipe" not in done.stderr
   assert (tmp_path / "run" / "report.md").exists()
+
+
+def test_a_name_that_is_not_utf8_is_one_line_where_tensorflow_reads_it(
+    tmp_path, capsys):
+  # `vocab` (like train, decode, experiment) gives its paths to TensorFlow
+  # and SentencePiece, which take UTF-8 text: a `caf\xe9` directory was a
+  # TypeError traceback.
+  root = os.path.join(os.fsencode(str(tmp_path)), b"caf\xe9")
+  os.mkdir(root)
+  data = os.fsdecode(root)
+  tsv.write_tsv(os.path.join(data, "train.tsv"),
+                [tsv.Example(i, o) for i, o in _PAIRS])
+  assert cli.main(["vocab", "--tsv", os.path.join(data, "train.tsv"),
+                   "--out", str(tmp_path / "spm")]) == 2
+  err = capsys.readouterr().err.strip().splitlines()
+  assert len(err) == 1 and "a name that is not UTF-8" in err[0], err
+  assert "caf\\xe9" in err[0]  # the name's bytes, as `ls -b` shows them
+
+
+def test_a_home_the_shell_did_not_expand_is_expanded(tmp_path, monkeypatch):
+  # `--out=~/x`: the shell expands `~` only at a word's start; the command
+  # made a directory named `~` in the working directory.
+  monkeypatch.setenv("HOME", str(tmp_path / "home"))
+  monkeypatch.chdir(tmp_path)
+  data = tmp_path / "data"
+  data.mkdir()
+  tsv.write_tsv(str(data / "train.tsv"),
+                [tsv.Example(i, o) for i, o in _PAIRS])
+  assert cli.main(["augment", "--dataset", "tsv", "--data_dir", str(data),
+                   "--method", "primaug", "--out=~/run"]) == 0
+  assert (tmp_path / "home" / "run" / "report.md").exists()
+  assert not (tmp_path / "~").exists()

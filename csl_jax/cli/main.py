@@ -300,6 +300,42 @@ def _one_line(message: str) -> str:
   return "; ".join(line.rstrip(".") for line in lines)
 
 
+def _expand_home(args) -> None:
+  """`--out=~/x`: the shell expands `~` only at a word's start, so the
+  command got a literal `~` and made a directory named `~` here (which a
+  later `rm -rf ~` would mistake for the home)."""
+  for name, value in vars(args).items():
+    if isinstance(value, str) and (value == "~" or value.startswith("~/")):
+      setattr(args, name, os.path.expanduser(value))
+    elif isinstance(value, list) and any(
+        isinstance(v, str) and (v == "~" or v.startswith("~/"))
+        for v in value):
+      setattr(args, name, [os.path.expanduser(v) if isinstance(v, str)
+                           else v for v in value])
+
+
+# Commands that give paths to TensorFlow or SentencePiece, which take a path
+# as UTF-8 text.
+_UTF8_PATH_COMMANDS = ("vocab", "train", "decode", "experiment")
+
+
+def _check_utf8_names(words: List[str], subcommand: str) -> None:
+  """A name that is not UTF-8 (`caf\\xe9` from an older system) reaches
+  Python as lone surrogates; TensorFlow's file functions then raised a
+  TypeError traceback."""
+  if subcommand not in _UTF8_PATH_COMMANDS:
+    return
+  for word in words:
+    try:
+      word.encode("utf-8")
+    except UnicodeEncodeError:
+      shown = os.fsencode(word).decode("utf-8", "backslashreplace")
+      raise InputError(
+          f"{shown}: a name that is not UTF-8; `{subcommand}` reads its "
+          "files through TensorFlow and SentencePiece, which cannot open "
+          "it: rename it, or link it under a UTF-8 name") from None
+
+
 _ENVIRONMENT_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES,
                        errno.EPERM)
 
@@ -316,6 +352,8 @@ def main(argv: Optional[List[str]] = None, *,
     args = build_parser().parse_args(rest)
     args.gin_files = files  # for errors that name them
     stage.check_pipeline_args(args)
+    _expand_home(args)
+    _check_utf8_names(rest + files + bindings, args.subcommand)
     module = SUBCOMMANDS[args.subcommand]
     compile_cache.enable()
     allocator.keep_freed_memory()
