@@ -17,7 +17,8 @@ Wall time is mostly fitting, so `--at_stages` adds one kill per named stage,
 the moment that stage starts (its `stage_key.json` appears; `report`: the
 method's `summary.json`, written just before the report; `@PATH`: the
 moment PATH appears in the run directory, e.g. a trainer's checkpoint)
-plus a seeded random delay of up to 0.5 s.
+plus a seeded random delay of up to 0.5 s (`--max_delay`; 0 kills at once,
+for stages shorter than the delay, such as a selector's).
 
 Other methods and the experiment runner: `--base_gin ''` leaves out
 gin/csl/scan_augment.gin, `--files` names what to compare (globs in the
@@ -146,6 +147,9 @@ def main():
   p.add_argument("--at_stages", default="",
                  help="comma-separated stage dirs (or `report`, or @PATH) "
                  "to kill in")
+  p.add_argument("--max_delay", type=float, default=0.5,
+                 help="an --at_stages kill comes up to this many seconds "
+                 "(seeded) after its stage starts")
   p.add_argument("--files", default=",".join(FILES),
                  help="comma-separated files (globs) to compare")
   p.add_argument("--base_gin", default="gin/csl/scan_augment.gin",
@@ -231,8 +235,8 @@ def main():
       marker = os.path.join(out, stage, "stage_key.json")
     proc = subprocess.Popen(cmd(out), start_new_session=True, **quiet)
     while not os.path.exists(marker) and proc.poll() is None:
-      time.sleep(0.01)
-    time.sleep(rng.uniform(0, 0.5))
+      time.sleep(0.002)
+    time.sleep(rng.uniform(0, args.max_delay))
     hit = "finished before the kill" if proc.poll() is not None else (
         "report" if stage == "report" else running_stage(out))
     hit = killed(out, proc, hit) if proc.poll() is None else hit
