@@ -121,6 +121,13 @@ def running_stage(out):
   return "report" if os.path.exists(os.path.join(out, "csl")) else "start"
 
 
+def _sigint_default():
+  """The run's SIGINT as a terminal's: a background shell starts its jobs
+  with SIGINT ignored, which they inherit (and `--signal INT` would then
+  test nothing: the run goes on to its end)."""
+  signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def stop(proc, signum):
   """`signum` to the run's process group (children too); waits for it."""
   try:
@@ -217,7 +224,8 @@ def main():
   for i in range(len(results), len(results) + args.kills):
     out = os.path.join(args.out, f"kill_{i}")
     moment = rng.uniform(0.02, 0.98) * total
-    proc = subprocess.Popen(cmd(out), start_new_session=True, **quiet)
+    proc = subprocess.Popen(cmd(out), start_new_session=True,
+                            preexec_fn=_sigint_default, **quiet)
     try:
       proc.wait(timeout=moment)
       stage = "finished before the kill"
@@ -233,7 +241,8 @@ def main():
       marker = os.path.join(out, "csl", "summary.json")
     else:
       marker = os.path.join(out, stage, "stage_key.json")
-    proc = subprocess.Popen(cmd(out), start_new_session=True, **quiet)
+    proc = subprocess.Popen(cmd(out), start_new_session=True,
+                            preexec_fn=_sigint_default, **quiet)
     while not os.path.exists(marker) and proc.poll() is None:
       time.sleep(0.002)
     time.sleep(rng.uniform(0, args.max_delay))
