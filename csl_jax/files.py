@@ -20,7 +20,7 @@ def _atomic(path: str) -> Iterator[str]:
   block ends, removed if it raises (a full disk leaves no partial file)."""
   path = os.fspath(path)
   os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-  tmp = f"{path}.tmp.{os.getpid()}"
+  tmp = temporary_path(path)
   try:
     yield tmp
     os.replace(tmp, path)
@@ -29,9 +29,20 @@ def _atomic(path: str) -> Iterator[str]:
       os.remove(tmp)
 
 
-# What `_atomic`, `atomic_save_figure` and the experiment's copies of a
-# run directory write before their rename: NAME.tmp.PID[.png].
-_TEMPORARY = re.compile(r"\.tmp\.(\d+)(\.png)?$")
+# What csl-jax writes before a rename: NAME.tmp.csl_jax.PID[.png]. The
+# mark is csl-jax's own, so that a cleanup never takes another program's
+# file; the pid says whether its writer is alive.
+TEMPORARY_MARK = ".tmp.csl_jax."
+_TEMPORARY = re.compile(re.escape(TEMPORARY_MARK) + r"(\d+)(\.png)?$")
+# Deep enough for every temporary csl-jax writes below a run directory
+# (an experiment's cells/SPLIT/DATA/seed_N/PART/FILE); a bound on the walk
+# where --out is a large tree.
+_TEMPORARY_DEPTH = 8
+
+
+def temporary_path(path: str, suffix: str = "") -> str:
+  """Where to write `path` before renaming it onto `path`."""
+  return f"{path}{TEMPORARY_MARK}{os.getpid()}{suffix}"
 
 
 def _alive(pid: int) -> bool:
@@ -46,11 +57,15 @@ def _alive(pid: int) -> bool:
 
 def remove_temporaries(directory: str) -> List[str]:
   """Removes what a killed writer left under `directory`: a kill -9 between
-  a temporary's creation and its rename leaves NAME.tmp.PID, which no rerun
-  writes again (another pid) nor removes. Those of a live process (ours, or
-  one writing there without the run lock) are left. Returns the paths."""
+  a temporary's creation and its rename leaves NAME.tmp.csl_jax.PID, which
+  no rerun writes again (another pid) nor removes. Those of a live process
+  (ours, or one writing there without the run lock) are left, and so is
+  every name csl-jax did not write. Returns the paths."""
   removed = []
+  top = os.path.join(directory, "").count(os.sep)
   for root, dirs, names in os.walk(directory):
+    if os.path.join(root, "").count(os.sep) - top >= _TEMPORARY_DEPTH:
+      dirs[:] = []
     for name in list(dirs) + names:
       found = _TEMPORARY.search(name)
       if not found or _alive(int(found.group(1))):
@@ -165,7 +180,7 @@ def atomic_save_figure(fig, path: str, dpi: int = 100) -> str:
   from matplotlib import pyplot as plt  # pylint: disable=g-import-not-at-top
   path = os.fspath(path)
   os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-  tmp = f"{path}.tmp.{os.getpid()}.png"
+  tmp = temporary_path(path, ".png")
   fig.savefig(tmp, dpi=dpi)
   plt.close(fig)
   os.replace(tmp, path)

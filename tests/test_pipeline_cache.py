@@ -12,6 +12,7 @@ import pytest
 
 from csl_jax import assets
 from csl_jax import configs
+from csl_jax import files
 from csl_jax import selection
 from csl_jax.data import registry as data_registry
 from csl_jax.data import tsv
@@ -194,27 +195,35 @@ def test_a_killed_holders_temporaries_go_when_the_lock_is_taken(tmp_path):
   """kill -9 between an atomic write's temporary and its rename left
   `stage_key.json.tmp.PID` in a stage that its rerun finished in place
   (session 52, pcfg_bt's programs stage): no rerun writes that name again.
-  Whoever takes the lock next removes a dead writer's; a live one's stay."""
+  Whoever takes the lock next removes a dead writer's; a live one's stay,
+  and so does any file csl-jax did not name so."""
   holder, _ = _start_holder(str(tmp_path))
   dead = holder.pid
   holder.kill()
   holder.join(30)
   stage = tmp_path / "m" / "programs"
   stage.mkdir(parents=True)
-  left = [stage / f"stage_key.json.tmp.{dead}",
-          tmp_path / "report_files" / f"plot.png.tmp.{dead}.png"]
-  copy = tmp_path / "augment" / f"seed_1.tmp.{dead}"  # a run dir's copy
+  mark = files.TEMPORARY_MARK
+  left = [stage / f"stage_key.json{mark}{dead}",
+          tmp_path / "report_files" / f"plot.png{mark}{dead}.png"]
+  copy = tmp_path / "augment" / f"seed_1{mark}{dead}"  # a run dir's copy
   (copy / "data").mkdir(parents=True)
   for path in left + [copy / "data" / "train.tsv"]:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("x")
-  mine = [stage / f"summary.json.tmp.{os.getpid()}", stage / "index.tmp",
-          stage / "out.txt"]
+  mine = [stage / f"summary.json{mark}{os.getpid()}", stage / "index.tmp",
+          stage / "out.txt", stage / f"notes.tmp.{dead}"]  # not csl-jax's
   for path in mine:
     path.write_text("x")
   with lock.run_lock(str(tmp_path)):
     assert not any(p.exists() for p in left + [copy])
     assert all(p.exists() for p in mine)
+  # A directory no run held before is not searched.
+  fresh = tmp_path / "fresh"
+  (fresh / "a").mkdir(parents=True)
+  (fresh / "a" / f"x{mark}{dead}").write_text("x")
+  with lock.run_lock(str(fresh)):
+    assert (fresh / "a" / f"x{mark}{dead}").exists()
 
 
 def test_random_selector_is_seeded_and_distinct():

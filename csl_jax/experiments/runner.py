@@ -41,7 +41,8 @@ from csl_jax.experiments import grid as grid_lib
 from csl_jax.experiments import plots as plots_lib
 from csl_jax.experiments import results as results_lib
 from csl_jax.files import (atomic_write_json, atomic_write_text,
-                            file_sha256, read_json, read_text)
+                            file_sha256, read_json, read_text,
+                            temporary_path)
 from csl_jax.methods import base as method_base
 from csl_jax.pipeline import augment as augment_lib
 from csl_jax.pipeline import cache
@@ -457,7 +458,7 @@ def _augmentation_runs(out_dir, dataset, spec, splits, seeds, needed, selectors,
       if template and not os.path.exists(run_dir):
         # Induction and fitting do not depend on the seed: a copy keeps
         # them cached (keys are by content), only sampling reruns.
-        tmp = f"{run_dir}.tmp.{os.getpid()}"
+        tmp = temporary_path(run_dir)
         shutil.rmtree(tmp, ignore_errors=True)
         shutil.copytree(template, tmp,
                         ignore=shutil.ignore_patterns(lock.LOCK_FILE))

@@ -50,6 +50,8 @@ def run_lock(run_dir: str, wait: bool = False,
   """
   try:
     os.makedirs(run_dir, exist_ok=True)
+    # Only a directory a run held before can hold a killed run's leftovers.
+    used_before = os.path.exists(os.path.join(run_dir, LOCK_FILE))
     fd = os.open(os.path.join(run_dir, LOCK_FILE), os.O_RDWR | os.O_CREAT,
                  0o644)
   except OSError as e:
@@ -78,7 +80,7 @@ def run_lock(run_dir: str, wait: bool = False,
     os.write(fd, f"{os.getpid()}\n".encode())
     # A holder killed mid-write left its temporaries; no rerun would
     # write or remove them again (they carry the dead holder's pid).
-    for path in remove_temporaries(run_dir):
+    for path in remove_temporaries(run_dir) if used_before else ():
       logging.info("removed %s, left by a run that was killed", path)
     yield
   finally:

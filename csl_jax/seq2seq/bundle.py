@@ -37,7 +37,7 @@ import numpy as np
 
 from csl_jax import errors
 from csl_jax.errors import InputError
-from csl_jax.files import atomic_write_json
+from csl_jax.files import atomic_write_json, temporary_path
 from csl_jax.seq2seq import arrays
 from csl_jax.seq2seq import input_pipeline
 from csl_jax.seq2seq import model_selection
@@ -424,7 +424,7 @@ def pack_outputs(bundle: str, path: str) -> List[str]:
             name == model_selection.HISTORY_FILE:
           packed.append(os.path.relpath(os.path.join(dirpath, name), bundle))
   packed.sort()
-  tmp = f"{path}.tmp.{os.getpid()}"
+  tmp = temporary_path(path)
   with tarfile.open(tmp, "w:gz") as tar:
     for rel in packed:
       tar.add(os.path.join(bundle, rel), arcname=rel)
@@ -449,7 +449,7 @@ def stage(bundle: str, into: str) -> str:
   name = os.path.basename(os.path.normpath(os.path.abspath(bundle)))
   target = os.path.join(into, f"{name}-{h.hexdigest()[:16]}")
   if not os.path.isdir(target):
-    tmp = f"{target}.tmp.{os.getpid()}"
+    tmp = temporary_path(target)
     try:
       os.makedirs(into, exist_ok=True)
       shutil.rmtree(tmp, ignore_errors=True)

@@ -31,7 +31,8 @@ import orbax.checkpoint as ocp
 
 from csl_jax import progress as progress_lib
 from csl_jax.errors import InputError
-from csl_jax.files import atomic_write_json, file_sha256, read_json
+from csl_jax.files import (atomic_write_json, file_sha256, read_json,
+                            temporary_path)
 from csl_jax.seq2seq import arrays
 from csl_jax.seq2seq import input_pipeline
 from csl_jax.seq2seq import loss_record
@@ -474,7 +475,7 @@ def _track_train(out_dir, model, params, task, feature_lengths, step):
   directory = os.path.join(out_dir, LEARNING_DIR)
   os.makedirs(directory, exist_ok=True)
   path = os.path.join(directory, f"step_{step:08d}.npy")
-  tmp = f"{path}.tmp.{os.getpid()}"
+  tmp = temporary_path(path)
   with open(tmp, "wb") as f:
     np.save(f, right)
   os.replace(tmp, path)
