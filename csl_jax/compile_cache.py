@@ -5,12 +5,25 @@ seq2seq run compiles its train and decode steps: seconds each process pays
 again for identical programs (BENCHMARKS.md "Issue 10 → Test suite"). JAX
 keys the cache on the program, jax/jaxlib versions, backend and flags, so a
 stale entry is never used.
+
+JAX (0.10) writes an entry in place (`LRUCache.put`: `write_bytes` on the
+entry's own name) and never writes one that exists. A process killed while
+it wrote (kill -9, out of memory, a full disk) left a truncated entry that
+every later process sharing the cache failed to read (a UserWarning with
+its source line), compiled again, and kept; another process reading the
+entry while it was written failed the same way. Here an entry is written
+to a temporary name and renamed into place, and one that exists when a
+process writes (it could not read it, or another process has just written
+the same program) is replaced.
 """
 
 import hashlib
+import importlib.abc
+import importlib.util
 import os
 import platform
 import sys
+import tempfile
 
 ENV = "JAX_COMPILATION_CACHE_DIR"
 MIN_SECONDS_ENV = "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"
@@ -35,6 +48,66 @@ def _host_key() -> str:
   return f"{platform.machine() or 'cpu'}-{digest}"
 
 
+def _atomic_put(original):
+  def put(self, key: str, value: bytes) -> None:
+    if not key or getattr(self, "eviction_enabled", False):
+      return original(self, key, value)  # JAX's own: its lock, its checks
+    directory = os.fspath(self.path)
+    fd, temporary = tempfile.mkstemp(prefix=f".{key}.", suffix=".tmp",
+                                     dir=directory)
+    try:
+      with os.fdopen(fd, "wb") as f:
+        f.write(value)
+      os.replace(temporary, os.path.join(directory, f"{key}-cache"))
+    except BaseException:
+      try:
+        os.remove(temporary)
+      except OSError:
+        pass
+      raise
+  put.csl_jax_atomic = True
+  return put
+
+
+def _patch(lru_cache) -> None:
+  cache = getattr(lru_cache, "LRUCache", None)
+  if (cache is None or getattr(cache.put, "csl_jax_atomic", False)
+      or getattr(lru_cache, "_CACHE_SUFFIX", None) != "-cache"):
+    return  # another JAX: its own put
+  cache.put = _atomic_put(cache.put)
+
+
+_LRU = "jax._src.lru_cache"
+
+
+class _PatchOnImport(importlib.abc.MetaPathFinder):
+  """Patches JAX's file cache when jax imports it, so `enable` need not
+  import jax (commands that never use it start faster)."""
+
+  def find_spec(self, name, path=None, target=None):  # pylint: disable=unused-argument
+    if name != _LRU:
+      return None
+    sys.meta_path.remove(self)
+    spec = importlib.util.find_spec(name)
+    if spec is None or spec.loader is None:
+      return spec
+    exec_module = spec.loader.exec_module
+
+    def exec_and_patch(module):
+      exec_module(module)
+      _patch(module)
+
+    spec.loader.exec_module = exec_and_patch
+    return spec
+
+
+def _patch_file_cache() -> None:
+  if _LRU in sys.modules:
+    _patch(sys.modules[_LRU])
+  elif not any(isinstance(f, _PatchOnImport) for f in sys.meta_path):
+    sys.meta_path.insert(0, _PatchOnImport())
+
+
 def enable() -> None:
   """Caches every compiled program under $JAX_COMPILATION_CACHE_DIR (the
   user's choice wins), else `default_directory()`."""
@@ -52,6 +125,7 @@ def enable() -> None:
                       "programs between runs", directory,
                       e.strerror or e, ENV)
       return
+  _patch_file_cache()
   # Most of a fit's programs compile in well under JAX's default 1 s floor.
   min_seconds = os.environ.get(MIN_SECONDS_ENV, "0")
   if "jax" in sys.modules:  # jax read its environment already

@@ -58,3 +58,47 @@ def test_a_home_that_cannot_be_written_turns_the_cache_off(tmp_path):
   assert proc.stdout.split()[-1] == "2"
   assert "JAX_COMPILATION_CACHE_DIR to a writable" in proc.stderr
   assert "UserWarning" not in proc.stderr
+
+
+_COMPILE = """
+import os
+from csl_jax import compile_cache
+compile_cache.enable()
+import jax
+print(jax.jit(lambda x: x * 3 + 1)(2))
+"""
+
+
+def _compile(directory, first_jax=False):
+  base = {k: v for k, v in os.environ.items() if not k.startswith("JAX_")}
+  code = ("import jax\n" if first_jax else "") + _COMPILE
+  return subprocess.run([sys.executable, "-c", code],
+                        env=dict(base, JAX_COMPILATION_CACHE_DIR=directory),
+                        capture_output=True, text=True, check=True)
+
+
+def _entries(directory):
+  return sorted(n for n in os.listdir(directory) if n.startswith("jit_"))
+
+
+def test_a_truncated_entry_is_replaced_not_kept(tmp_path):
+  # A process killed while JAX wrote an entry in place left it truncated:
+  # every later process warned that it could not read it, compiled the
+  # program again and kept the broken entry. Now the entry is rewritten
+  # (whole, renamed into place) by the next process that compiles it.
+  for first_jax in (False, True):  # patched whether or not jax came first
+    directory = str(tmp_path / f"cache_{first_jax}")
+    assert _compile(directory, first_jax).stdout.split()[-1] == "7"
+    (entry,) = [n for n in _entries(directory) if "lambda" in n]
+    path = os.path.join(directory, entry)
+    with open(path, "rb") as f:
+      whole = f.read()
+    os.truncate(path, len(whole) // 2)
+    again = _compile(directory, first_jax)
+    assert again.stdout.split()[-1] == "7"
+    assert "Error reading persistent compilation cache entry" in again.stderr
+    with open(path, "rb") as f:
+      assert len(f.read()) == len(whole)  # rewritten whole
+    third = _compile(directory, first_jax)
+    assert "UserWarning" not in third.stderr, third.stderr
+    assert not [n for n in os.listdir(directory) if n.endswith(".tmp")]
