@@ -23,7 +23,6 @@ import importlib.util
 import os
 import platform
 import sys
-import tempfile
 
 ENV = "JAX_COMPILATION_CACHE_DIR"
 MIN_SECONDS_ENV = "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"
@@ -50,11 +49,18 @@ def _host_key() -> str:
 
 def _atomic_put(original):
   def put(self, key: str, value: bytes) -> None:
-    if not key or getattr(self, "eviction_enabled", False):
-      return original(self, key, value)  # JAX's own: its lock, its checks
     directory = os.fspath(self.path)
-    fd, temporary = tempfile.mkstemp(prefix=f".{key}.", suffix=".tmp",
-                                     dir=directory)
+    if (not key or getattr(self, "eviction_enabled", False)
+        or "://" in directory):
+      # JAX's own: its lock and checks, or a remote store (gs://) that
+      # os.replace cannot reach.
+      return original(self, key, value)
+    # Not mkstemp: its 0600 would hide entries from the other users of a
+    # shared cache (JAX's own are 0666 less the umask). A short name: the
+    # key already nears the file system's limit on a name's length.
+    temporary = os.path.join(
+        directory, f".csl_jax.{os.getpid()}.{os.urandom(6).hex()}.tmp")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
       with os.fdopen(fd, "wb") as f:
         f.write(value)

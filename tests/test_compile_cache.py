@@ -5,6 +5,8 @@ import os
 import subprocess
 import sys
 
+from csl_jax import compile_cache
+
 _SCRIPT = """
 import os, sys
 if os.environ.pop("IMPORT_JAX_FIRST", None):
@@ -102,3 +104,31 @@ def test_a_truncated_entry_is_replaced_not_kept(tmp_path):
     third = _compile(directory, first_jax)
     assert "UserWarning" not in third.stderr, third.stderr
     assert not [n for n in os.listdir(directory) if n.endswith(".tmp")]
+
+
+def test_entries_are_readable_by_a_shared_caches_other_users(tmp_path):
+  # mkstemp's 0600 hid every entry from the other users of a shared cache
+  # (each failed to read it, warned and compiled again); JAX's own entries
+  # are 0666 less the umask.
+  directory = str(tmp_path / "shared")
+  base = {k: v for k, v in os.environ.items() if not k.startswith("JAX_")}
+  subprocess.run(
+      [sys.executable, "-c", "import os\nos.umask(0o022)\n" + _COMPILE],
+      env=dict(base, JAX_COMPILATION_CACHE_DIR=directory),
+      capture_output=True, text=True, check=True)
+  (entry,) = [n for n in _entries(directory) if "lambda" in n]
+  assert os.stat(os.path.join(directory, entry)).st_mode & 0o777 == 0o644
+
+
+def test_a_remote_cache_is_left_to_jax():
+  # gs://...: os.replace cannot reach it; JAX's own put writes there.
+  calls = []
+
+  class _Remote:
+    path = "gs://bucket/cache"
+    eviction_enabled = False
+
+  put = compile_cache._atomic_put(  # pylint: disable=protected-access
+      lambda self, key, value: calls.append((key, value)))
+  put(_Remote(), "jit_f-0123", b"x")
+  assert calls == [("jit_f-0123", b"x")]
