@@ -52,6 +52,8 @@ def _alive(pid: int) -> bool:
     return False
   except OSError:  # another user's: alive
     return True
+  except OverflowError:  # no pid: not a name csl-jax wrote
+    return True
   return True
 
 
@@ -77,9 +79,10 @@ def remove_temporaries(directory: str) -> List[str]:
       else:
         try:
           os.remove(path)
-        except FileNotFoundError:
+        except OSError:  # one we may not remove must not stop the run
           pass
-      removed.append(path)
+      if not os.path.lexists(path):
+        removed.append(path)
   return removed
 
 

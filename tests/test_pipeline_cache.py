@@ -226,6 +226,31 @@ def test_a_killed_holders_temporaries_go_when_the_lock_is_taken(tmp_path):
     assert (fresh / "a" / f"x{mark}{dead}").exists()
 
 
+def test_temporaries_the_cleanup_cannot_take_do_not_stop_the_run(
+    tmp_path, monkeypatch):
+  """A name with a number no pid can be (os.kill's OverflowError) and one
+  that cannot be removed (another user's, a read-only directory: the
+  OSError) were tracebacks from taking the lock; both are left, unnamed."""
+  mark = files.TEMPORARY_MARK
+  (tmp_path / lock.LOCK_FILE).write_text("")  # a run held it before
+  huge = tmp_path / f"a{mark}{'9' * 30}"
+  stuck = tmp_path / f"b{mark}999999999"  # above any pid_max: dead
+  for path in (huge, stuck):
+    path.write_text("x")
+  real_remove = os.remove
+
+  def remove(path, *args, **kwargs):
+    if os.fspath(path) == str(stuck):
+      raise PermissionError(13, "Permission denied", os.fspath(path))
+    return real_remove(path, *args, **kwargs)
+
+  monkeypatch.setattr(os, "remove", remove)
+  assert files.remove_temporaries(str(tmp_path)) == []
+  with lock.run_lock(str(tmp_path)):
+    pass
+  assert huge.exists() and stuck.exists()
+
+
 def test_random_selector_is_seeded_and_distinct():
   pool = [tsv.Example(f"x{i}", f"y{i}") for i in range(100)]
   chooser = selection.get("random")
