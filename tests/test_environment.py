@@ -111,3 +111,19 @@ def test_a_home_the_shell_did_not_expand_is_expanded(tmp_path, monkeypatch):
                    "--method", "primaug", "--out=~/run"]) == 0
   assert (tmp_path / "home" / "run" / "report.md").exists()
   assert not (tmp_path / "~").exists()
+
+
+def test_a_gin_file_the_shell_did_not_expand_is_read(tmp_path, monkeypatch):
+  # `--gin_file=~/x.gin` expanded the path the errors name but not the one
+  # gin read: "not found" for a file in the home.
+  monkeypatch.setenv("HOME", str(tmp_path / "home"))
+  monkeypatch.chdir(tmp_path)
+  data = tmp_path / "data"
+  data.mkdir()
+  tsv.write_tsv(str(data / "train.tsv"),
+                [tsv.Example(i, o) for i, o in _PAIRS])
+  (tmp_path / "home").mkdir()
+  (tmp_path / "home" / "x.gin").write_text("")
+  assert cli.main(["augment", "--dataset", "tsv", "--data_dir", str(data),
+                   "--method", "primaug", "--out", str(tmp_path / "run"),
+                   "--gin_file=~/x.gin"]) == 0

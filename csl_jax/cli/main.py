@@ -353,6 +353,7 @@ def main(argv: Optional[List[str]] = None, *,
     args.gin_files = files  # for errors that name them
     stage.check_pipeline_args(args)
     _expand_home(args)
+    files = args.gin_files  # what gin reads is what the errors name
     _check_utf8_names(rest + files + bindings, args.subcommand)
     module = SUBCOMMANDS[args.subcommand]
     compile_cache.enable()
