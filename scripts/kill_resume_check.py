@@ -192,7 +192,12 @@ def main():
     return f"{hit}, exit {code}"
 
   ref = os.path.join(args.out, "uninterrupted")
-  if args.keep and os.path.exists(os.path.join(args.out, "results.json")):
+  if args.keep and not os.path.exists(os.path.join(args.out, "results.json")):
+    # Not the fresh start below: it would delete what the earlier
+    # invocation left.
+    sys.exit(f"{args.out}: --keep, but no results.json there (an earlier "
+             "invocation did not finish): run without --keep to start anew")
+  if args.keep:
     results_file = os.path.join(args.out, "results.json")
     with open(results_file) as f:
       earlier = json.load(f)
