@@ -132,3 +132,20 @@ def test_a_remote_cache_is_left_to_jax():
       lambda self, key, value: calls.append((key, value)))
   put(_Remote(), "jit_f-0123", b"x")
   assert calls == [("jit_f-0123", b"x")]
+
+
+def test_a_killed_writers_temporary_goes_at_the_next_start(tmp_path):
+  # A process killed while it wrote an entry left `.csl_jax.PID.HEX.tmp` in
+  # the cache, which nothing read or removed; a live writer's stays.
+  directory = tmp_path / "cache"
+  directory.mkdir()
+  dead = subprocess.Popen([sys.executable, "-c", "pass"])
+  dead.wait()
+  left = directory / f".csl_jax.{dead.pid}.0a1b2c.tmp"
+  live = directory / f".csl_jax.{os.getpid()}.0a1b2c.tmp"
+  other = directory / "jit_f-abc-cache"
+  for path in (left, live, other):
+    path.write_bytes(b"x")
+  _run(JAX_COMPILATION_CACHE_DIR=str(directory))
+  assert not left.exists()
+  assert live.exists() and other.exists()
