@@ -22,8 +22,9 @@ import importlib.abc
 import importlib.util
 import os
 import platform
-import re
 import sys
+
+from csl_jax import files
 
 ENV = "JAX_COMPILATION_CACHE_DIR"
 MIN_SECONDS_ENV = "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"
@@ -48,29 +49,6 @@ def _host_key() -> str:
   return f"{platform.machine() or 'cpu'}-{digest}"
 
 
-_TEMPORARY_PREFIX = ".csl_jax."
-_TEMPORARY = re.compile(re.escape(_TEMPORARY_PREFIX) + r"(\d+)\.[0-9a-f]+\.tmp$")
-
-
-def _remove_dead_temporaries(directory: str) -> None:
-  """A process killed while it wrote an entry left its temporary, which
-  nothing reads: removed once its writer (the pid in the name) is gone."""
-  if "://" in directory:
-    return
-  try:
-    names = os.listdir(directory)
-  except OSError:
-    return
-  from csl_jax.files import pid_alive  # pylint: disable=g-import-not-at-top
-  for name in names:
-    found = _TEMPORARY.match(name)
-    if found and not pid_alive(int(found.group(1))):
-      try:
-        os.remove(os.path.join(directory, name))
-      except OSError:
-        pass
-
-
 def _atomic_put(original):
   def put(self, key: str, value: bytes) -> None:
     directory = os.fspath(self.path)
@@ -81,9 +59,11 @@ def _atomic_put(original):
       return original(self, key, value)
     # Not mkstemp: its 0600 would hide entries from the other users of a
     # shared cache (JAX's own are 0666 less the umask). A short name: the
-    # key already nears the file system's limit on a name's length.
-    name = f"{_TEMPORARY_PREFIX}{os.getpid()}.{os.urandom(6).hex()}.tmp"
-    temporary = os.path.join(directory, name)
+    # key already nears the file system's limit on a name's length. Random:
+    # threads of one process may write at once. csl-jax's temporary mark:
+    # a killed writer's is removed at the next start (`enable`).
+    temporary = files.temporary_path(
+        os.path.join(directory, "." + os.urandom(6).hex()))
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
       with os.fdopen(fd, "wb") as f:
@@ -155,7 +135,10 @@ def enable() -> None:
                       "programs between runs", directory,
                       e.strerror or e, ENV)
       return
-  _remove_dead_temporaries(directory)
+  if "://" not in directory:
+    # What a process killed while it wrote an entry left, which nothing
+    # reads.
+    files.remove_temporaries(directory)
   _patch_file_cache()
   # Most of a fit's programs compile in well under JAX's default 1 s floor.
   min_seconds = os.environ.get(MIN_SECONDS_ENV, "0")

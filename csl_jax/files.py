@@ -45,7 +45,7 @@ def temporary_path(path: str, suffix: str = "") -> str:
   return f"{path}{TEMPORARY_MARK}{os.getpid()}{suffix}"
 
 
-def pid_alive(pid: int) -> bool:
+def _pid_alive(pid: int) -> bool:
   """Whether process `pid` runs (on this host); a number no pid can be
   counts as alive: not ours to judge."""
   try:
@@ -72,7 +72,7 @@ def remove_temporaries(directory: str) -> List[str]:
       dirs[:] = []
     for name in list(dirs) + names:
       found = _TEMPORARY.search(name)
-      if not found or pid_alive(int(found.group(1))):
+      if not found or _pid_alive(int(found.group(1))):
         continue
       path = os.path.join(root, name)
       if name in dirs:

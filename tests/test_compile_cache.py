@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 from csl_jax import compile_cache
+from csl_jax import files
 
 _SCRIPT = """
 import os, sys
@@ -103,7 +104,8 @@ def test_a_truncated_entry_is_replaced_not_kept(tmp_path):
       assert len(f.read()) == len(whole)  # rewritten whole
     third = _compile(directory, first_jax)
     assert "UserWarning" not in third.stderr, third.stderr
-    assert not [n for n in os.listdir(directory) if n.endswith(".tmp")]
+    assert not [n for n in os.listdir(directory)
+                if files.TEMPORARY_MARK in n]
 
 
 def test_entries_are_readable_by_a_shared_caches_other_users(tmp_path):
@@ -135,14 +137,14 @@ def test_a_remote_cache_is_left_to_jax():
 
 
 def test_a_killed_writers_temporary_goes_at_the_next_start(tmp_path):
-  # A process killed while it wrote an entry left `.csl_jax.PID.HEX.tmp` in
+  # A process killed while it wrote an entry left `.HEX.tmp.csl_jax.PID` in
   # the cache, which nothing read or removed; a live writer's stays.
   directory = tmp_path / "cache"
   directory.mkdir()
   dead = subprocess.Popen([sys.executable, "-c", "pass"])
   dead.wait()
-  left = directory / f".csl_jax.{dead.pid}.0a1b2c.tmp"
-  live = directory / f".csl_jax.{os.getpid()}.0a1b2c.tmp"
+  left = directory / f".0a1b2c{files.TEMPORARY_MARK}{dead.pid}"
+  live = directory / f".0a1b2c{files.TEMPORARY_MARK}{os.getpid()}"
   other = directory / "jit_f-abc-cache"
   for path in (left, live, other):
     path.write_bytes(b"x")

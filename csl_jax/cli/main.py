@@ -300,18 +300,19 @@ def _one_line(message: str) -> str:
   return "; ".join(line.rstrip(".") for line in lines)
 
 
+def _home(value):
+  if isinstance(value, str) and (value == "~" or value.startswith("~/")):
+    return os.path.expanduser(value)
+  return value
+
+
 def _expand_home(args) -> None:
   """`--out=~/x`: the shell expands `~` only at a word's start, so the
   command got a literal `~` and made a directory named `~` here (which a
   later `rm -rf ~` would mistake for the home)."""
   for name, value in vars(args).items():
-    if isinstance(value, str) and (value == "~" or value.startswith("~/")):
-      setattr(args, name, os.path.expanduser(value))
-    elif isinstance(value, list) and any(
-        isinstance(v, str) and (v == "~" or v.startswith("~/"))
-        for v in value):
-      setattr(args, name, [os.path.expanduser(v) if isinstance(v, str)
-                           else v for v in value])
+    setattr(args, name, [_home(v) for v in value]
+            if isinstance(value, list) else _home(value))
 
 
 # Commands that give paths to TensorFlow or SentencePiece, which take a path
