@@ -13,6 +13,7 @@ import random
 import gin
 import pytest
 
+import csl_jax
 from csl_jax.testing import tf_data
 
 seqio, tf = tf_data.seqio_and_tensorflow()
@@ -506,6 +507,13 @@ def test_experiment_writes_results_and_resumes_after_kill(
   assert key["config"]["train"]["seed"] == 0
   assert "log_every" not in key["config"]["train"]
   assert len(key["input_hashes"]) == 4  # vocab, train, synthetic, test
+  # What produced the grid: its settings (the loader's options too), the
+  # code, the libraries and the gin bindings (csl_jax/provenance.py).
+  with open(os.path.join(out, "experiment.json")) as f:
+    assert json.load(f)["dataset_options"] == {}
+  with open(os.path.join(out, "provenance.json")) as f:
+    assert json.load(f)["code"]["csl_jax"] == csl_jax.__version__
+  assert os.path.isfile(os.path.join(out, "config.gin"))
   md = open(summary["markdown"], encoding="utf-8").read()
   assert "| training data | toy |" in md and "(1) |" in md
   assert "## Per-token perplexity of the gold outputs" in md
@@ -787,8 +795,8 @@ def test_a_missing_eval_part_stops_before_any_method(tiny, toy_data,  # pylint: 
                      r"gen part \(it has train, test\)"):
     _run(str(out), toy_data, methods=["shuffle"], eval_parts=["test", "gen"])
   run_dirs = list((out / "augment").glob("*/*"))
-  assert run_dirs and all(sorted(os.listdir(d)) == [".lock", "data"]
-                          for d in run_dirs)
+  assert run_dirs and all(sorted(os.listdir(d)) == [
+      ".lock", "config.gin", "data", "provenance.json"] for d in run_dirs)
 
 
 # ---- bad gin: one line, exit 2 --------------------------------------------

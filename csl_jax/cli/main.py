@@ -23,6 +23,7 @@ import gin  # pylint: disable=g-import-not-at-top
 from csl_jax import allocator
 from csl_jax import compile_cache
 from csl_jax import gin_defaults
+from csl_jax import provenance
 from csl_jax.cli import augment
 from csl_jax.cli import experiment
 from csl_jax.cli import coverage
@@ -347,7 +348,7 @@ def main(argv: Optional[List[str]] = None, *,
   logging.set_verbosity(logging.INFO)
   quiet.quiet_checkpointer_logs()
   quiet.quiet_gin_search()
-  stage.set_command_line(argv)
+  provenance.set_command_line(argv)
   try:
     files, bindings, rest = _split_gin_flags(argv)
     args = build_parser().parse_args(rest)

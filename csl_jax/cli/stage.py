@@ -3,7 +3,6 @@
 import argparse
 import contextlib
 import os
-import shlex
 import sys
 import time
 from typing import Any, Dict, Iterator
@@ -12,6 +11,7 @@ from absl import logging
 
 from csl_jax.errors import InputError
 from csl_jax.files import atomic_write_json
+from csl_jax import provenance
 from csl_jax.pipeline import lock
 
 
@@ -28,6 +28,7 @@ def stage(out_dir: str, command: str) -> Iterator[Summary]:
   one directory both exited 0, the second's summary describing the first's
   parameters, or the other way round."""
   with lock.run_lock(out_dir, wait_flag=False):
+    provenance.write(out_dir)
     summary = Summary()
     start = time.time()
     yield summary
@@ -45,19 +46,6 @@ SOURCE_HELP = ("input tokens at most (default: 64, or the stage's gin "
                "--skip_too_long left out")
 TARGET_HELP = ("output tokens at most (default: 256, or the stage's gin "
                "binding)")
-
-
-_COMMAND_LINE = ["csl-jax"]
-
-
-def set_command_line(argv) -> None:
-  """Records the invocation for summaries (`main` calls this)."""
-  _COMMAND_LINE[1:] = list(argv)
-
-
-def command_line() -> str:
-  return " ".join(shlex.quote(a) if a != "csl-jax" else a
-                  for a in _COMMAND_LINE)
 
 
 def add_runner_flags(parser: argparse.ArgumentParser) -> None:
@@ -100,7 +88,7 @@ def run(out_dir: str, fn, *args, **kwargs) -> Dict[str, Any]:
   """Calls a library stage function `fn(out_dir, ...)` that returns its
   summary, and writes that as `out_dir/summary.json` with the command line
   and the time taken."""
-  with stage(out_dir, command_line()) as summary:
+  with stage(out_dir, provenance.command_line()) as summary:
     summary.update(fn(out_dir, *args, **kwargs))
   return dict(summary)
 

@@ -11,6 +11,7 @@ import argparse
 import dataclasses
 import os
 
+from csl_jax import provenance
 from csl_jax.cli import stage
 from csl_jax.errors import InputError
 
@@ -65,7 +66,7 @@ def _train(args) -> int:
   config = dataclasses.replace(config, **overrides)
   extra = {"data_dir": args.data_dir and os.path.abspath(args.data_dir),
            "synthetic": args.synthetic and os.path.abspath(args.synthetic)}
-  with stage.stage(args.out, stage.command_line()) as summary:
+  with stage.stage(args.out, provenance.command_line()) as summary:
     model = models.Seq2SeqConfig()  # gin's lengths, as train() takes them
     summary["too_long"] = input_pipeline.warn_if_too_long(
         args.task, "train", input_pipeline.lengths(model.max_input_len,

@@ -14,6 +14,7 @@ parts and scored by exact match. Layout of OUT:
   OUT/results.jsonl                    one line per finished cell
   OUT/results.{md,html}, OUT/results_files/*.png
   OUT/experiment.json                  the effective configuration
+  OUT/provenance.json, OUT/config.gin  the code, libraries and gin bindings
 
 A cell is a `csl_jax.pipeline.cache` stage (`csl_jax.experiments.cell`):
 a rerun redoes only missing or changed cells; a cell killed midway resumes
@@ -32,6 +33,7 @@ from absl import logging
 import gin
 
 from csl_jax import configs
+from csl_jax import provenance
 from csl_jax import selection
 from csl_jax.data import registry as data_registry
 from csl_jax.data import tsv
@@ -365,6 +367,7 @@ def experiment(out_dir: str,
   cells = grid_lib.expand(splits, rows, seeds)
   name = name or os.path.basename(os.path.abspath(out_dir))
   meta = {"name": name, "dataset": dataset, "splits": splits,
+          "dataset_options": dict(dataset_options or {}),
           "data": rows, "seeds": seeds, "regime": regime,
           "finetune_steps": finetune_steps if regime != "mixture" else None,
           "mixing": row_mixing if regime == "mixture" else None,
@@ -382,6 +385,7 @@ def experiment(out_dir: str,
       r == m or any(r.startswith(f"{m}_{s}_") for s in selectors)
       for r in rows)]
   with lock.run_lock(out_dir, wait):
+    provenance.write(out_dir)
     atomic_write_json(os.path.join(out_dir, "experiment.json"), meta)
     _say(f"{len(cells)} cells: {len(splits)} split(s) × {len(rows)} "
          f"training data × {len(seeds)} seed(s) into {out_dir}")

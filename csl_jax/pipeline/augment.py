@@ -38,6 +38,7 @@ from csl_jax.pipeline import lock
 from csl_jax.pipeline import report as report_lib
 from csl_jax import configs
 from csl_jax import gin_defaults
+from csl_jax import provenance
 from csl_jax import quiet
 from csl_jax import selection
 from csl_jax.selection import diversity
@@ -360,6 +361,7 @@ def _augment(run_dir, dataset, split, data_dir, dataset_options, methods,
         list(methods))
   options = dict(dataset_options or {})
   with lock.run_lock(run_dir, wait):
+    provenance.write(run_dir)
     summary: Dict[str, Any] = {"dataset": dataset, "stages": {}}
     prep = prepare_stage(dataset, split, data_dir, options)
     data_dir_out = os.path.join(run_dir, DATA_DIR)

@@ -26,6 +26,7 @@ from typing import Any, Dict, Mapping, Optional, Sequence
 
 from absl import logging
 
+from csl_jax import provenance
 from csl_jax.errors import InputError
 from csl_jax.errors import Pending
 from csl_jax.files import atomic_write_json, file_sha256, read_json
@@ -128,7 +129,8 @@ def run_stage(stage: Stage, directory: str,
     damage = _damaged(old, directory)
     summary = None if damage else _read_summary(summary_path)
     if summary is not None:
-      logging.info("stage %s: unchanged, reusing %s", stage.name, directory)
+      logging.info("stage %s: unchanged, reusing %s%s", stage.name,
+                   directory, _computed_by_other_code(old))
       summary["cached"] = True
       return summary
     logging.warning("stage %s: %s; redoing it in %s", stage.name,
@@ -162,13 +164,28 @@ def run_stage(stage: Stage, directory: str,
   summary["cached"] = False
   atomic_write_json(summary_path, summary)
   atomic_write_json(key_path, dict(record, complete=True,
-                                   outputs=_outputs(directory)))
+                                   outputs=_outputs(directory),
+                                   code=provenance.code()))
   # How many it made: a CSL.num_samples that a later gin include reset,
   # say, shows here.
   made = summary.get("num_examples")
   logging.info("stage %s: done in %.1f s%s", stage.name, summary["seconds"],
                f", {made:,} examples" if isinstance(made, int) else "")
   return summary
+
+
+def _computed_by_other_code(old: Mapping[str, Any]) -> str:
+  """Where a reused stage was computed by another csl_jax (its version or
+  commit), what to add to the log line: a fix since then is not in it."""
+  then, now = old.get("code"), provenance.code()
+  if then is None or then == now:  # a key from before the record, or same
+    return ""
+  def name(code):
+    return " ".join([f"csl_jax {code.get('csl_jax')}"] +
+                    [f"at {code['commit'][:12]}"] * ("commit" in code) +
+                    ["with local changes"] * bool(code.get("modified")))
+  return (f" (computed by {name(then)}; this is {name(now)}: delete the "
+          "directory to compute it again)")
 
 
 def _same_key(old: Optional[Mapping[str, Any]],

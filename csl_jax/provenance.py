@@ -1,0 +1,111 @@
+"""What produced a run directory: the code, the libraries and the gin bindings.
+
+Every run (`augment`, `experiment`, each stage command) writes, under its
+lock, `OUT/provenance.json` (the command, csl_jax's version and source
+commit, Python and the installed versions of csl_jax's requirements) and
+`OUT/config.gin` (every gin binding in force, includes resolved: rerun it
+with `--gin_file=OUT/config.gin`, as T5X's `config.gin`). A stage computed
+by other code than the current one says so when it is reused
+(`pipeline/cache.py`). No clock time: a rerun writes the same bytes.
+"""
+
+import functools
+import importlib.metadata
+import os
+import platform
+import re
+import shlex
+import subprocess
+import sys
+from typing import Any, Dict, Optional, Sequence
+
+import csl_jax
+from csl_jax.files import atomic_write_json, atomic_write_text
+
+PROVENANCE_FILE = "provenance.json"
+GIN_FILE = "config.gin"
+_DISTRIBUTION = "csl_jax"
+# The `csl-jax` arguments (`cli.main` sets them); None where a library
+# function was called from Python.
+_ARGV: Dict[str, Optional[Sequence[str]]] = {"argv": None}
+
+
+def set_command_line(argv: Sequence[str]) -> None:
+  _ARGV["argv"] = list(argv)
+
+
+def command_line() -> Optional[str]:
+  """The invocation, for summaries: `csl-jax ARGS`, shell-quoted."""
+  if _ARGV["argv"] is None:
+    return None
+  return " ".join(["csl-jax"] + [shlex.quote(a) for a in _ARGV["argv"]])
+
+
+def _git(root: str, *args: str) -> Optional[str]:
+  try:
+    done = subprocess.run(["git", "-C", root, *args], capture_output=True,
+                          text=True, timeout=10, check=False)
+  except (OSError, subprocess.SubprocessError):  # no git, or it hangs
+    return None
+  return done.stdout if done.returncode == 0 else None
+
+
+@functools.lru_cache(maxsize=None)
+def code() -> Dict[str, Any]:
+  """csl_jax's version, and where it runs from a git checkout (`pip install
+  -e .`), the commit and whether tracked files differ from it."""
+  record: Dict[str, Any] = {"csl_jax": csl_jax.__version__}
+  root = os.path.dirname(os.path.dirname(os.path.abspath(csl_jax.__file__)))
+  if os.path.exists(os.path.join(root, ".git")):
+    commit = _git(root, "rev-parse", "HEAD")
+    if commit:
+      record["commit"] = commit.strip()
+      status = _git(root, "status", "--porcelain", "--untracked-files=no")
+      if status is not None:
+        record["modified"] = bool(status.strip())
+  return record
+
+
+def _requirement_name(requirement: str) -> str:
+  return re.split(r"[\s<>=!~;\[(]", requirement, maxsplit=1)[0]
+
+
+@functools.lru_cache(maxsize=None)
+def packages() -> Dict[str, str]:
+  """The installed version of each of csl_jax's requirements (not imported:
+  the metadata only); {} where csl_jax is not installed (PYTHONPATH)."""
+  try:
+    requirements = importlib.metadata.requires(_DISTRIBUTION) or []
+  except importlib.metadata.PackageNotFoundError:
+    return {}
+  found = {}
+  for requirement in requirements:
+    if "extra ==" in requirement:  # the test extra: not what ran
+      continue
+    name = _requirement_name(requirement)
+    try:
+      found[name] = importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+      found[name] = None
+  return dict(sorted(found.items()))
+
+
+def record() -> Dict[str, Any]:
+  return {"command": command_line(), "code": code(),
+          "python": platform.python_version(),
+          "platform": f"{sys.platform} {platform.machine()}",
+          "packages": packages()}
+
+
+def gin_config() -> str:
+  """Every gin binding parsed in this process (gin's `config_str`)."""
+  import gin  # pylint: disable=g-import-not-at-top
+  return gin.config_str()
+
+
+def write(out_dir: str) -> None:
+  """OUT/provenance.json and OUT/config.gin (called under the run's lock)."""
+  atomic_write_json(os.path.join(out_dir, PROVENANCE_FILE), record())
+  atomic_write_text(os.path.join(out_dir, GIN_FILE),
+                    "# The gin bindings this directory was last run with "
+                    "(csl_jax/provenance.py).\n" + gin_config())

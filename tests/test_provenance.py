@@ -1,0 +1,125 @@
+"""What produced a run directory: provenance.json, config.gin, and a stage
+reused from other code saying so."""
+
+import importlib.metadata
+import json
+import logging
+import os
+import shlex
+import shutil
+import subprocess
+
+import gin
+import pytest
+
+import csl_jax
+from csl_jax import provenance
+from csl_jax.cli import main as cli_main
+from csl_jax.methods import base
+from csl_jax.pipeline import cache
+
+_GIT = shutil.which("git")
+
+
+def _git(root, *args):
+  subprocess.run(["git", "-C", str(root), *args], check=True,
+                 capture_output=True,
+                 env=dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t",
+                          GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t"))
+
+
+@pytest.mark.skipif(_GIT is None, reason="git is not installed")
+def test_the_source_commit_and_local_changes(tmp_path, monkeypatch):
+  root = tmp_path / "checkout"
+  package = root / "csl_jax"
+  package.mkdir(parents=True)
+  (package / "__init__.py").write_text("__version__ = '9.9'\n")
+  _git(root, "init", "-q")
+  _git(root, "add", ".")
+  _git(root, "commit", "-q", "-m", "one")
+  head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"],
+                        capture_output=True, text=True, check=True
+                        ).stdout.strip()
+
+  def code_at(path):
+    monkeypatch.setattr(csl_jax, "__file__", str(path / "__init__.py"))
+    provenance.code.cache_clear()
+    try:
+      return provenance.code()
+    finally:
+      provenance.code.cache_clear()
+
+  assert code_at(package) == {"csl_jax": csl_jax.__version__,
+                              "commit": head, "modified": False}
+  (package / "__init__.py").write_text("__version__ = '9.10'\n")
+  assert code_at(package)["modified"] is True
+  (package / "__init__.py").write_text("__version__ = '9.9'\n")
+  (package / "new.py").write_text("")  # untracked: not the code that ran
+  assert code_at(package)["modified"] is False
+  elsewhere = tmp_path / "site-packages" / "csl_jax"  # an installed wheel
+  elsewhere.mkdir(parents=True)
+  assert code_at(elsewhere) == {"csl_jax": csl_jax.__version__}
+
+
+def test_packages_are_the_installed_requirements():
+  found = provenance.packages()
+  # csl_jax is installed (`pip install -e .`, as the README says).
+  for name in ("jax", "jaxlib", "numba", "numpy", "flax", "optax", "seqio"):
+    assert found[name] == importlib.metadata.version(name)
+  assert "pytest" not in found  # the test extra did not run anything
+
+
+def test_a_command_writes_its_provenance_and_a_config_that_reruns_it(
+    tmp_path, clear_gin):  # pylint: disable=unused-argument
+  train = tmp_path / "train.tsv"
+  train.write_text("walk\tW\njump\tJ\nwalk twice\tW W\njump twice\tJ J\n")
+  out = tmp_path / "grammar"
+  argv = ["induce", "--train", str(train), "--out", str(out),
+          "--gin.InductionConfig.allow_single_nt_target=True"]
+  assert cli_main.main(argv) == 0, "the induce stage runs"
+  record = json.loads((out / "provenance.json").read_text())
+  assert record["command"] == "csl-jax " + shlex.join(argv)
+  assert record["code"] == provenance.code()
+  assert record["code"]["csl_jax"] == csl_jax.__version__
+  assert record["packages"]["jax"] == provenance.packages()["jax"]
+  text = (out / "config.gin").read_text()
+  assert "InductionConfig.allow_single_nt_target = True" in text
+  # The file is gin: parsed again, it binds the same.
+  bound = gin.config_str()
+  gin.clear_config()
+  gin.parse_config_file(str(out / "config.gin"))
+  assert gin.config_str() == bound
+
+
+def test_a_library_call_has_no_command_line(tmp_path, monkeypatch):
+  monkeypatch.setitem(provenance._ARGV, "argv", None)  # pylint: disable=protected-access
+  provenance.write(str(tmp_path))
+  assert json.loads((tmp_path / "provenance.json").read_text()
+                    )["command"] is None
+
+
+def test_a_stage_reused_from_other_code_says_so(tmp_path, caplog):
+  d = str(tmp_path / "stage")
+
+  def stage():
+    def run(directory):
+      with open(os.path.join(directory, "a.txt"), "w") as f:
+        f.write("a")
+      return {}
+    return base.Stage("s", [], {"x": 1}, run)
+
+  cache.run_stage(stage(), d)
+  key_path = os.path.join(d, cache.KEY_FILE)
+  key = json.loads(open(key_path).read())
+  assert key["code"] == provenance.code()
+  with caplog.at_level(logging.INFO):
+    assert cache.run_stage(stage(), d)["cached"]
+  assert "computed by" not in caplog.text
+  key["code"] = {"csl_jax": "0.0.9", "commit": "0123456789abcdef"}
+  with open(key_path, "w") as f:
+    json.dump(key, f)
+  caplog.clear()
+  with caplog.at_level(logging.INFO):
+    assert cache.run_stage(stage(), d)["cached"]  # reused all the same
+  assert "computed by csl_jax 0.0.9 at 0123456789ab" in caplog.text
+  assert "delete the directory to compute it again" in caplog.text
