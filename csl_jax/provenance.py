@@ -66,6 +66,17 @@ def code() -> Dict[str, Any]:
   return record
 
 
+def describe(record: Optional[Dict[str, Any]] = None) -> str:
+  """`0.1.0 at 1bf5754215ba with local changes` (of `code()` by default)."""
+  record = code() if record is None else record
+  words = [str(record.get("csl_jax"))]
+  if record.get("commit"):
+    words.append(f"at {record['commit'][:12]}")
+  if record.get("modified"):
+    words.append("with local changes")
+  return " ".join(words)
+
+
 def _requirement_name(requirement: str) -> str:
   return re.split(r"[\s<>=!~;\[(]", requirement, maxsplit=1)[0]
 

@@ -225,6 +225,14 @@ def test_a_row_with_no_finished_cell_is_shown_empty(tmp_path):
     md = f.read()
   assert "| original | – |" in md and "| csl | 99.00 (1) |" in md
   assert "1 of 2 cells finished" in md
+  assert "dataset None, regime" in md  # no loader options: none said
+  # The loader's options (SCAN*'s difficulty knobs) are the grid's setting.
+  meta.update(dataset="scan_star", dataset_options={
+      "max_len": 8, "test_max_len": 8})
+  written = results.write_tables(str(tmp_path), records, ["original", "csl"],
+                                 meta, {})
+  with open(written["markdown"], encoding="utf-8") as f:
+    assert "dataset scan_star (max_len 8, test_max_len 8), regime" in f.read()
 
 
 def test_difference_to_original_by_hand():

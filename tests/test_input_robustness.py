@@ -5,6 +5,7 @@ import logging as py_logging
 import math
 import os
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -355,12 +356,17 @@ def test_dedup_shortfall_is_reported(caplog):
 def test_tfds_offline_fails_fast(tmp_path, monkeypatch):
   pytest.importorskip("tensorflow_datasets")
   monkeypatch.setattr(scan, "_reachable", lambda host, port: False)
+  temp = tmp_path / "temp"
+  temp.mkdir()
+  monkeypatch.setattr(tempfile, "tempdir", str(temp))
   start = time.time()
   with pytest.raises(InputError, match="unreachable") as e:
-    scan.load_tfds("addprim_jump", data_dir=str(tmp_path))
-  assert e.value.source == str(tmp_path)
+    scan.load_tfds("addprim_jump", data_dir=str(tmp_path / "data"))
+  assert e.value.source == str(tmp_path / "data")
   assert "--source generate" in str(e.value)
   assert time.time() - start < 30
+  # tfds' own temporary directory (`mkdtemp("tfds")`) is not left behind.
+  assert not os.listdir(temp) and tempfile.tempdir == str(temp)
 
 
 def test_tfds_download_host_honours_proxy(monkeypatch):

@@ -123,3 +123,15 @@ def test_a_stage_reused_from_other_code_says_so(tmp_path, caplog):
     assert cache.run_stage(stage(), d)["cached"]  # reused all the same
   assert "computed by csl_jax 0.0.9 at 0123456789ab" in caplog.text
   assert "delete the directory to compute it again" in caplog.text
+
+
+def test_version_names_the_code(capsys):
+  with pytest.raises(SystemExit) as e:
+    cli_main.build_parser().parse_args(["--version"])
+  assert e.value.code == 0
+  assert capsys.readouterr().out.strip() == (
+      f"csl-jax {provenance.describe()}")
+  assert provenance.describe({"csl_jax": "1.2", "commit": "ab" * 20,
+                              "modified": True}) == (
+                                  "1.2 at abababababab with local changes")
+  assert provenance.describe({"csl_jax": "1.2"}) == "1.2"

@@ -92,6 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
       prog="csl-jax",
       description="Compositional data augmentation for semantic parsing.",
       epilog="Every stage also takes --gin_file=F and --gin.NAME=VALUE.")
+  parser.add_argument("--version", action="version",
+                      version=f"csl-jax {provenance.describe()}")
   subparsers = parser.add_subparsers(dest="subcommand", required=True)
   for module in dict.fromkeys(SUBCOMMANDS.values()):
     module.add_parser(subparsers)

@@ -25,6 +25,7 @@ import functools
 import os
 import random
 import socket
+import tempfile
 from typing import (Dict, Iterable, List, Mapping, Optional, Tuple,
                     Union)
 import urllib.parse
@@ -293,6 +294,20 @@ def load_tfds(split_name: str, data_dir: Optional[str] = None
     raise InputError("load_tfds needs tensorflow_datasets "
                      "(pip install tensorflow-datasets)") from None
   name = f"scan/{split_name}"
+  # tfds makes temporary directories it does not remove (its DatasetInfo
+  # looks for metadata on GCS into `mkdtemp("tfds")`, also offline): they
+  # go under one of ours, removed after.
+  before = tempfile.tempdir
+  try:
+    with tempfile.TemporaryDirectory(prefix="csl_jax_tfds_") as scratch:
+      tempfile.tempdir = scratch
+      return _load_tfds(tfds, name, data_dir)
+  finally:
+    tempfile.tempdir = before
+
+
+def _load_tfds(tfds, name: str, data_dir: Optional[str]
+               ) -> Tuple[List[Example], List[Example]]:
   try:
     builder = tfds.builder(name, data_dir=data_dir)
     if not builder.data_path.exists():

@@ -324,7 +324,11 @@ def write_tables(out_dir: str, records: Sequence[Mapping[str, Any]],
              f"{meta['finetune_steps']} fine-tuning steps on the original "
              f"(the original row: {meta.get('num_steps')} steps on the "
              "original alone)")
-  setup = (f"dataset {meta.get('dataset')}, regime {meta.get('regime')}, "
+  options = meta.get("dataset_options")
+  options = (" (" + ", ".join(f"{k} {v}" for k, v in sorted(options.items()))
+             + ")") if options else ""
+  setup = (f"dataset {meta.get('dataset')}{options}, "
+           f"regime {meta.get('regime')}, "
            f"{steps}, batch "
            f"{meta.get('batch_size')}, beam {meta.get('beam_size')}, "
            f"eval parts {', '.join(meta.get('eval_parts', []))}; "

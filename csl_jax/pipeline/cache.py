@@ -180,12 +180,9 @@ def _computed_by_other_code(old: Mapping[str, Any]) -> str:
   then, now = old.get("code"), provenance.code()
   if then is None or then == now:  # a key from before the record, or same
     return ""
-  def name(code):
-    return " ".join([f"csl_jax {code.get('csl_jax')}"] +
-                    [f"at {code['commit'][:12]}"] * ("commit" in code) +
-                    ["with local changes"] * bool(code.get("modified")))
-  return (f" (computed by {name(then)}; this is {name(now)}: delete the "
-          "directory to compute it again)")
+  return (f" (computed by csl_jax {provenance.describe(then)}; this is "
+          f"{provenance.describe(now)}: delete the directory to compute it "
+          "again)")
 
 
 def _same_key(old: Optional[Mapping[str, Any]],
