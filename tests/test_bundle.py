@@ -18,6 +18,8 @@ from csl_jax.testing import tf_data
 seqio, tf = tf_data.seqio_and_tensorflow()
 
 # pylint: disable=g-import-not-at-top
+import jax
+from csl_jax import provenance
 from csl_jax.errors import InputError
 from csl_jax.seq2seq import arrays
 from csl_jax.seq2seq import bundle
@@ -314,6 +316,10 @@ def test_bundle_cells_train_without_tensorflow_and_score_here(
   with open(os.path.join(records[1]["dir"], "test", "predictions.tsv")) as f:
     assert f.read() == "".join("\t".join(r) + "\n" for r in rows)
   assert 1.0 < records[1]["perplexity_by_part"]["test"] < 2 * 259
+  # Which machine and libraries trained it (a GPU's jaxlib is not ours).
+  assert records[1]["device"] == jax.devices()[0].device_kind
+  assert records[1]["trained_by"]["packages"] == provenance.packages()
+  assert records[1]["trained_by"]["command"].startswith("csl-jax run-bundle")
   # Outputs of an export with another key are never imported.
   assert bundle.outputs(box, "toy/original/seed_1", "another") is None
   # Exported again with another key: the accelerator's outputs are kept

@@ -493,6 +493,7 @@ def test_experiment_writes_results_and_resumes_after_kill(
     assert r["num_original"] == 40 and r["eval_part"] == "test"
     assert r["num_synthetic"] == (0 if r["data"] == "original" else 40)
     assert 0.0 <= r["accuracy"] <= 100.0 and r["steps"] == STEPS
+    assert r["device"] == "cpu" and "trained_by" not in r  # trained here
     assert sum(n for n, _ in r["by_length"]["test"].values()) == 10
     # Per-token perplexity of the gold test outputs: 3 steps from random
     # weights leave it near the byte vocabulary's size (exp of the loss).

@@ -13,7 +13,8 @@ PACKAGE = os.path.join(os.path.dirname(os.path.dirname(
 # What the layers below the methods may import from the package besides
 # themselves: small utilities with no method, pipeline or model in them.
 UTILITIES = {"errors", "files", "numba_fixes", "quiet", "progress",
-             "configs", "stop_request", "summaries", "sort_kernel", "beam"}
+             "configs", "stop_request", "summaries", "sort_kernel", "beam",
+             "provenance"}
 
 
 def _imports(path):

@@ -182,7 +182,8 @@ def stage(cell: grid_lib.Cell, run_dir: str, synthetic: Optional[str],
                "examples_per_second": done["train"].get(
                    "examples_per_second"),
                "decode_seconds": done["decode_seconds"],
-               "device": done.get("device")}
+               "device": done.get("device"),
+               "trained_by": done.get("provenance")}
     return scored(directory, summary, rows, {
         p: done["parts"][p]["perplexity"] for p in ctx.eval_parts})
 
@@ -222,6 +223,7 @@ def stage(cell: grid_lib.Cell, run_dir: str, synthetic: Optional[str],
       summary["pretrain"] = pre
     summary["train"] = metrics
     summary["train_seconds"] = time.time() - start
+    summary["device"] = _device_kind()
     rates = [m.get("examples_per_second") for m in
              (metrics, summary.get("pretrain") or {}) if m]
     rates = [r for r in rates if r]
@@ -302,6 +304,11 @@ def too_long_targets(task: str, targets: Sequence[str], max_len: int) -> int:
   return sum(len(vocab.encode(t)) + 1 > max_len for t in targets)
 
 
+def _device_kind() -> str:
+  import jax  # pylint: disable=g-import-not-at-top
+  return str(jax.devices()[0].device_kind)
+
+
 def record(cell: grid_lib.Cell, summary: Mapping[str, Any],
             num_original: int, num_synthetic: int, cell_dir: str,
             eval_parts: Sequence[str],
@@ -327,7 +334,10 @@ def record(cell: grid_lib.Cell, summary: Mapping[str, Any],
       "by_length": {p: s["by_length"] for p, s in parts.items()},
       # Teacher-forced, per target token (train.perplexity).
       "perplexity_by_part": {p: s.get("perplexity") for p, s in parts.items()},
-      "cached": summary.get("cached"), "dir": cell_dir}
+      "cached": summary.get("cached"), "dir": cell_dir,
+      "device": summary.get("device")}
+  if summary.get("trained_by"):  # a bundle's cell: the machine's libraries
+    record["trained_by"] = summary["trained_by"]
   if summary.get("selected_step") is not None:
     record["selected_step"] = summary["selected_step"]
     record["dev_accuracy"] = summary["dev_accuracy"]

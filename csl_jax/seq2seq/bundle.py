@@ -36,6 +36,7 @@ from typing import (Any, Callable, Dict, List, Mapping, Optional, Sequence,
 import numpy as np
 
 from csl_jax import errors
+from csl_jax import provenance
 from csl_jax.errors import InputError
 from csl_jax.files import atomic_write_json, temporary_path
 from csl_jax.seq2seq import arrays
@@ -399,7 +400,9 @@ def run_cell(bundle: str, cell: str, progress: bool = False
   done = {"stage_key": spec["stage_key"], "train": metrics,
           "pretrain": pretrained, "train_seconds": train_seconds,
           "decode_seconds": time.time() - start, "parts": parts,
-          "device": str(jax.devices()[0].device_kind)}
+          "device": str(jax.devices()[0].device_kind),
+          # The machine's own: its jaxlib (CUDA, TPU) is not the exporter's.
+          "provenance": provenance.record()}
   atomic_write_json(os.path.join(directory, OUTPUTS_FILE), done)
   return done
 
