@@ -111,7 +111,12 @@ def record() -> Dict[str, Any]:
 def gin_config() -> str:
   """Every gin binding parsed in this process (gin's `config_str`)."""
   import gin  # pylint: disable=g-import-not-at-top
-  return gin.config_str()
+  try:
+    return gin.config_str()
+  except Exception as e:  # pylint: disable=broad-except
+    # A record of the run must not stop it (gin looks each binding's
+    # configurable up again here).
+    return f"# gin could not write its bindings: {type(e).__name__}: {e}\n"
 
 
 def write(out_dir: str) -> None:

@@ -135,3 +135,13 @@ def test_version_names_the_code(capsys):
                               "modified": True}) == (
                                   "1.2 at abababababab with local changes")
   assert provenance.describe({"csl_jax": "1.2"}) == "1.2"
+
+
+def test_a_config_gin_cannot_write_is_a_comment_not_a_stop(tmp_path,
+                                                           monkeypatch):
+  def broken():
+    raise KeyError("some.configurable")
+  monkeypatch.setattr(gin, "config_str", broken)
+  provenance.write(str(tmp_path))
+  assert (tmp_path / "config.gin").read_text().splitlines()[-1] == (
+      "# gin could not write its bindings: KeyError: 'some.configurable'")
