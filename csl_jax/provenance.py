@@ -50,10 +50,14 @@ def _git(root: str, *args: str) -> Optional[str]:
   return done.stdout if done.returncode == 0 else None
 
 
-@functools.lru_cache(maxsize=None)
 def code() -> Dict[str, Any]:
   """csl_jax's version, and where it runs from a git checkout (`pip install
   -e .`), the commit and whether tracked files differ from it."""
+  return dict(_code())
+
+
+@functools.lru_cache(maxsize=None)
+def _code() -> Dict[str, Any]:  # git runs once a process
   record: Dict[str, Any] = {"csl_jax": csl_jax.__version__}
   root = os.path.dirname(os.path.dirname(os.path.abspath(csl_jax.__file__)))
   if os.path.exists(os.path.join(root, ".git")):
@@ -81,10 +85,14 @@ def _requirement_name(requirement: str) -> str:
   return re.split(r"[\s<>=!~;\[(]", requirement, maxsplit=1)[0]
 
 
-@functools.lru_cache(maxsize=None)
 def packages() -> Dict[str, str]:
   """The installed version of each of csl_jax's requirements (not imported:
   the metadata only); {} where csl_jax is not installed (PYTHONPATH)."""
+  return dict(_packages())
+
+
+@functools.lru_cache(maxsize=None)
+def _packages() -> Dict[str, str]:
   try:
     requirements = importlib.metadata.requires(_DISTRIBUTION) or []
   except importlib.metadata.PackageNotFoundError:

@@ -43,11 +43,11 @@ def test_the_source_commit_and_local_changes(tmp_path, monkeypatch):
 
   def code_at(path):
     monkeypatch.setattr(csl_jax, "__file__", str(path / "__init__.py"))
-    provenance.code.cache_clear()
+    provenance._code.cache_clear()  # pylint: disable=protected-access
     try:
       return provenance.code()
     finally:
-      provenance.code.cache_clear()
+      provenance._code.cache_clear()  # pylint: disable=protected-access
 
   assert code_at(package) == {"csl_jax": csl_jax.__version__,
                               "commit": head, "modified": False}
