@@ -3,8 +3,10 @@
 Every run (`augment`, `experiment`, each stage command) writes, under its
 lock, `OUT/provenance.json` (the command, csl_jax's version and source
 commit, Python and the installed versions of csl_jax's requirements) and
-`OUT/config.gin` (every gin binding in force, includes resolved: rerun it
-with `--gin_file=OUT/config.gin`, as T5X's `config.gin`). A stage computed
+`OUT/config.gin` (every gin binding in force, includes resolved, and the
+arguments `augment` was called with: `csl-jax augment` or `experiment
+--gin_file=OUT/config.gin` reruns it, as T5X's `config.gin`; a stage
+command's flags are in provenance.json's command). A stage computed
 by other code than the current one says so when it is reused
 (`pipeline/cache.py`). No clock time: a rerun writes the same bytes.
 """
@@ -17,7 +19,7 @@ import re
 import shlex
 import subprocess
 import sys
-from typing import Any, Dict, Optional, Sequence
+from typing import Any, Dict, Mapping, Optional, Sequence
 
 import csl_jax
 from csl_jax.files import atomic_write_json, atomic_write_text
@@ -30,8 +32,12 @@ _DISTRIBUTION = "csl_jax"
 _ARGV: Dict[str, Optional[Sequence[str]]] = {"argv": None}
 
 
-def set_command_line(argv: Sequence[str]) -> None:
-  _ARGV["argv"] = list(argv)
+def set_command_line(argv: Optional[Sequence[str]]
+                     ) -> Optional[Sequence[str]]:
+  """Sets the `csl-jax` arguments (None: none); returns the previous."""
+  previous = _ARGV["argv"]
+  _ARGV["argv"] = None if argv is None else list(argv)
+  return previous
 
 
 def command_line() -> Optional[str]:
@@ -42,9 +48,13 @@ def command_line() -> Optional[str]:
 
 
 def _git(root: str, *args: str) -> Optional[str]:
+  # The package's own checkout: not one that GIT_DIR & co. name (a git hook
+  # exports them); no index lock taken beside the user's own git commands.
+  env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
   try:
-    done = subprocess.run(["git", "-C", root, *args], capture_output=True,
-                          text=True, timeout=10, check=False)
+    done = subprocess.run(["git", "--no-optional-locks", "-C", root, *args],
+                          capture_output=True, text=True, errors="replace",
+                          env=env, timeout=10, check=False)
   except (OSError, subprocess.SubprocessError):  # no git, or it hangs
     return None
   return done.stdout if done.returncode == 0 else None
@@ -75,7 +85,7 @@ def describe(record: Optional[Dict[str, Any]] = None) -> str:
   record = code() if record is None else record
   words = [str(record.get("csl_jax"))]
   if record.get("commit"):
-    words.append(f"at {record['commit'][:12]}")
+    words.append(f"at {str(record['commit'])[:12]}")
   if record.get("modified"):
     words.append("with local changes")
   return " ".join(words)
@@ -85,27 +95,40 @@ def _requirement_name(requirement: str) -> str:
   return re.split(r"[\s<>=!~;\[(]", requirement, maxsplit=1)[0]
 
 
+# Where csl_jax runs from a checkout on PYTHONPATH (no metadata of its
+# requirements, as `launch/gpu_bundle.sh` runs it): what trains and fits.
+_CORE = ("flax", "gin-config", "jax", "jaxlib", "numba", "numpy", "optax",
+         "orbax-checkpoint", "seqio", "tensorflow")
+# Not requirements, but what a device runs on: JAX's CUDA and TPU plugins,
+# NVIDIA's libraries, libtpu.
+_ACCELERATOR = re.compile(r"^(jax[-_.]|libtpu|nvidia[-_.])", re.IGNORECASE)
+
+
 def packages() -> Dict[str, str]:
-  """The installed version of each of csl_jax's requirements (not imported:
-  the metadata only); {} where csl_jax is not installed (PYTHONPATH)."""
+  """The installed version of each of csl_jax's requirements (of a core
+  list where csl_jax is not installed) and of the accelerator's libraries;
+  read from the metadata, nothing imported."""
   return dict(_packages())
 
 
 @functools.lru_cache(maxsize=None)
-def _packages() -> Dict[str, str]:
+def _packages() -> Dict[str, Optional[str]]:
   try:
     requirements = importlib.metadata.requires(_DISTRIBUTION) or []
+    names = [_requirement_name(r) for r in requirements
+             if not re.search(r"extra\s*==", r)]  # the test extra: not run
   except importlib.metadata.PackageNotFoundError:
-    return {}
-  found = {}
-  for requirement in requirements:
-    if "extra ==" in requirement:  # the test extra: not what ran
-      continue
-    name = _requirement_name(requirement)
+    names = list(_CORE)
+  found: Dict[str, Optional[str]] = {}
+  for name in names:
     try:
       found[name] = importlib.metadata.version(name)
     except importlib.metadata.PackageNotFoundError:
       found[name] = None
+  for dist in importlib.metadata.distributions():
+    name = dist.metadata["Name"]
+    if name and _ACCELERATOR.match(name):
+      found.setdefault(name, dist.version)
   return dict(sorted(found.items()))
 
 
@@ -127,9 +150,18 @@ def gin_config() -> str:
     return f"# gin could not write its bindings: {type(e).__name__}: {e}\n"
 
 
-def write(out_dir: str) -> None:
-  """OUT/provenance.json and OUT/config.gin (called under the run's lock)."""
+def write(out_dir: str,
+          arguments: Optional[Mapping[str, Any]] = None) -> None:
+  """OUT/provenance.json and OUT/config.gin (called under the run's lock).
+
+  `arguments`: {"configurable.param": value} the call was given besides
+  gin (a command's flags, a caller's keywords), appended to config.gin as
+  bindings, which win over those before them as the arguments did."""
   atomic_write_json(os.path.join(out_dir, PROVENANCE_FILE), record())
-  atomic_write_text(os.path.join(out_dir, GIN_FILE),
-                    "# The gin bindings this directory was last run with "
-                    "(csl_jax/provenance.py).\n" + gin_config())
+  text = ("# The gin bindings this directory was last run with "
+          "(csl_jax/provenance.py).\n" + gin_config())
+  if arguments:
+    text += ("\n# The call's own arguments (flags or keywords), which won "
+             "over gin's:\n" + "".join(f"{name} = {value!r}\n"
+                                        for name, value in arguments.items()))
+  atomic_write_text(os.path.join(out_dir, GIN_FILE), text)

@@ -14,11 +14,13 @@ import gin
 import pytest
 
 import csl_jax
+from csl_jax import provenance
 from csl_jax.testing import tf_data
 
 seqio, tf = tf_data.seqio_and_tensorflow()
 
 # pylint: disable=g-import-not-at-top
+import jax
 from csl_jax.cli import main as cli
 from csl_jax.data import tsv
 from csl_jax.errors import InputError
@@ -226,6 +228,9 @@ def test_a_row_with_no_finished_cell_is_shown_empty(tmp_path):
   assert "| original | – |" in md and "| csl | 99.00 (1) |" in md
   assert "1 of 2 cells finished" in md
   assert "dataset None, regime" in md  # no loader options: none said
+  # What produced it (provenance.json has the rest).
+  assert (f"; written by csl_jax {provenance.describe()}, jax "
+          f"{provenance.packages()['jax']} (provenance.json).") in md
   # The loader's options (SCAN*'s difficulty knobs) are the grid's setting.
   meta.update(dataset="scan_star", dataset_options={
       "max_len": 8, "test_max_len": 8})
@@ -493,7 +498,8 @@ def test_experiment_writes_results_and_resumes_after_kill(
     assert r["num_original"] == 40 and r["eval_part"] == "test"
     assert r["num_synthetic"] == (0 if r["data"] == "original" else 40)
     assert 0.0 <= r["accuracy"] <= 100.0 and r["steps"] == STEPS
-    assert r["device"] == "cpu" and "trained_by" not in r  # trained here
+    assert r["device"] == jax.devices()[0].device_kind  # trained here
+    assert "trained_by" not in r
     assert sum(n for n, _ in r["by_length"]["test"].values()) == 10
     # Per-token perplexity of the gold test outputs: 3 steps from random
     # weights leave it near the byte vocabulary's size (exp of the loss).
@@ -525,6 +531,7 @@ def test_experiment_writes_results_and_resumes_after_kill(
   assert os.path.isfile(os.path.join(out, "config.gin"))
   md = open(summary["markdown"], encoding="utf-8").read()
   assert "| training data | toy |" in md and "(1) |" in md
+  assert f"; cells on {jax.devices()[0].device_kind} (provenance.json)." in md
   assert "## Per-token perplexity of the gold outputs" in md
   assert "| training data | toy seen | toy unseen | toy % seen |" in md
   assert os.path.exists(os.path.join(out, results.RESULTS_HTML))

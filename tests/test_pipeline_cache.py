@@ -540,3 +540,27 @@ def test_a_stage_whose_files_were_damaged_is_redone(tmp_path, caplog):
   caplog.clear()
   assert not cache.run_stage(stage, d)["cached"] and len(runs) == 6
   assert "stage gen: summary.json cannot be read; redoing" in caplog.text
+
+
+def test_config_gin_reruns_a_call_made_with_arguments(tmp_path,
+                                                      reverse_methods):  # pylint: disable=redefined-outer-name,unused-argument
+  """A call's arguments (a command's flags) are not gin bindings, so
+  config.gin appends them: parsed alone, it runs the same pipeline."""
+  from csl_jax.pipeline import augment  # pylint: disable=g-import-not-at-top
+  data = tmp_path / "d"
+  data.mkdir()
+  (data / "train.tsv").write_text("a b\tx\nc d\ty\ne f g\tz\n")
+  first = tmp_path / "first"
+  gin.clear_config()
+  try:
+    augment.augment(str(first), dataset="tsv", data_dir=str(data),
+                    methods=["reverse"], select="random", select_num=2)
+    gin.clear_config()
+    gin.parse_config_file(str(first / "config.gin"))
+    again = tmp_path / "again"
+    augment.augment(str(again))  # everything from config.gin
+  finally:
+    gin.clear_config()
+  for path in ("reverse/synthetic.tsv", "reverse/random_2/synthetic.tsv",
+               "data/train.tsv"):
+    assert (again / path).read_bytes() == (first / path).read_bytes(), path

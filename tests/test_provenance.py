@@ -22,10 +22,14 @@ _GIT = shutil.which("git")
 
 
 def _git(root, *args):
-  subprocess.run(["git", "-C", str(root), *args], check=True,
-                 capture_output=True,
-                 env=dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t",
-                          GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t"))
+  """git in `root` alone: not a repository GIT_DIR names (a hook exports
+  it), nor the user's or the system's config (signing, hooks)."""
+  env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+  env.update(GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1",
+             GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t",
+             GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t")
+  return subprocess.run(["git", "-C", str(root), *args], check=True,
+                        capture_output=True, text=True, env=env).stdout
 
 
 @pytest.mark.skipif(_GIT is None, reason="git is not installed")
@@ -36,10 +40,8 @@ def test_the_source_commit_and_local_changes(tmp_path, monkeypatch):
   (package / "__init__.py").write_text("__version__ = '9.9'\n")
   _git(root, "init", "-q")
   _git(root, "add", ".")
-  _git(root, "commit", "-q", "-m", "one")
-  head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"],
-                        capture_output=True, text=True, check=True
-                        ).stdout.strip()
+  _git(root, "commit", "-q", "--no-verify", "-m", "one")
+  head = _git(root, "rev-parse", "HEAD").strip()
 
   def code_at(path):
     monkeypatch.setattr(csl_jax, "__file__", str(path / "__init__.py"))
@@ -56,6 +58,26 @@ def test_the_source_commit_and_local_changes(tmp_path, monkeypatch):
   (package / "__init__.py").write_text("__version__ = '9.9'\n")
   (package / "new.py").write_text("")  # untracked: not the code that ran
   assert code_at(package)["modified"] is False
+  # GIT_DIR (as a git hook exports it) names another repository: the
+  # package's own checkout is still the one recorded.
+  other = tmp_path / "other"
+  other.mkdir()
+  _git(other, "init", "-q")
+  _git(other, "commit", "-q", "--allow-empty", "--no-verify", "-m", "other")
+  monkeypatch.setenv("GIT_DIR", str(other / ".git"))
+  assert code_at(package)["commit"] == head
+  monkeypatch.delenv("GIT_DIR")
+  # A changed file whose name is not UTF-8, listed raw (core.quotePath):
+  # recorded, not a UnicodeDecodeError in every command.
+  _git(root, "config", "core.quotePath", "false")
+  odd = os.path.join(os.fsencode(root), b"odd_\xff.txt")
+  with open(odd, "wb") as f:
+    f.write(b"1")
+  _git(root, "add", "-A")
+  _git(root, "commit", "-q", "--no-verify", "-m", "two")
+  with open(odd, "wb") as f:
+    f.write(b"2")
+  assert code_at(package)["modified"] is True
   elsewhere = tmp_path / "site-packages" / "csl_jax"  # an installed wheel
   elsewhere.mkdir(parents=True)
   assert code_at(elsewhere) == {"csl_jax": csl_jax.__version__}
@@ -121,8 +143,13 @@ def test_a_stage_reused_from_other_code_says_so(tmp_path, caplog):
   caplog.clear()
   with caplog.at_level(logging.INFO):
     assert cache.run_stage(stage(), d)["cached"]  # reused all the same
-  assert "computed by csl_jax 0.0.9 at 0123456789ab" in caplog.text
-  assert "delete the directory to compute it again" in caplog.text
+  assert "computed by csl_jax 0.0.9 at 0123456789ab, not this" in caplog.text
+  assert "delete it to compute it again" in caplog.text
+  # A hand-edited record is no reason to stop.
+  key["code"] = "0.0.9"
+  with open(key_path, "w") as f:
+    json.dump(key, f)
+  assert cache.run_stage(stage(), d)["cached"]
 
 
 def test_version_names_the_code(capsys):

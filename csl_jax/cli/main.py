@@ -87,13 +87,21 @@ class _Parser(argparse.ArgumentParser):
     self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
+class _Version(argparse.Action):
+  """`--version`; git asked only then, not for every command's parser."""
+
+  def __call__(self, parser, namespace, values, option_string=None):
+    print(f"csl-jax {provenance.describe()}")
+    parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
   parser = _Parser(
       prog="csl-jax",
       description="Compositional data augmentation for semantic parsing.",
       epilog="Every stage also takes --gin_file=F and --gin.NAME=VALUE.")
-  parser.add_argument("--version", action="version",
-                      version=f"csl-jax {provenance.describe()}")
+  parser.add_argument("--version", action=_Version, nargs=0,
+                      help="show the version (and git commit) and exit")
   subparsers = parser.add_subparsers(dest="subcommand", required=True)
   for module in dict.fromkeys(SUBCOMMANDS.values()):
     module.add_parser(subparsers)
@@ -350,7 +358,9 @@ def main(argv: Optional[List[str]] = None, *,
   logging.set_verbosity(logging.INFO)
   quiet.quiet_checkpointer_logs()
   quiet.quiet_gin_search()
-  provenance.set_command_line(argv)
+  # This invocation's until it returns: a library call after it in the
+  # same process (a notebook, a test) has none.
+  called_from = provenance.set_command_line(argv)
   try:
     files, bindings, rest = _split_gin_flags(argv)
     args = build_parser().parse_args(rest)
@@ -415,6 +425,8 @@ def main(argv: Optional[List[str]] = None, *,
           "csl-jax: interrupted; the same command resumes where it stopped",
           file=sys.stderr)
     return 130
+  finally:
+    provenance.set_command_line(called_from)
 
 
 # An error after which native threads are left running (orbax's reads of a

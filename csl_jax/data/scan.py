@@ -26,6 +26,7 @@ import os
 import random
 import socket
 import tempfile
+import threading
 from typing import (Dict, Iterable, List, Mapping, Optional, Tuple,
                     Union)
 import urllib.parse
@@ -296,14 +297,20 @@ def load_tfds(split_name: str, data_dir: Optional[str] = None
   name = f"scan/{split_name}"
   # tfds makes temporary directories it does not remove (its DatasetInfo
   # looks for metadata on GCS into `mkdtemp("tfds")`, also offline): they
-  # go under one of ours, removed after.
-  before = tempfile.tempdir
-  try:
-    with tempfile.TemporaryDirectory(prefix="csl_jax_tfds_") as scratch:
-      tempfile.tempdir = scratch
-      return _load_tfds(tfds, name, data_dir)
-  finally:
-    tempfile.tempdir = before
+  # go under one of ours, removed after. `tempfile.tempdir` is the
+  # process's: one load at a time swaps it.
+  with _TFDS_TEMPDIR:
+    before = tempfile.tempdir
+    try:
+      with tempfile.TemporaryDirectory(prefix="csl_jax_tfds_",
+                                       ignore_cleanup_errors=True) as scratch:
+        tempfile.tempdir = scratch
+        return _load_tfds(tfds, name, data_dir)
+    finally:
+      tempfile.tempdir = before
+
+
+_TFDS_TEMPDIR = threading.Lock()
 
 
 def _load_tfds(tfds, name: str, data_dir: Optional[str]

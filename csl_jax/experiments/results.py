@@ -10,6 +10,7 @@ import statistics
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
 
 from csl_jax import evaluation
+from csl_jax import provenance
 from csl_jax.errors import InputError
 from csl_jax.files import atomic_write_text
 
@@ -339,6 +340,12 @@ def write_tables(out_dir: str, records: Sequence[Mapping[str, Any]],
     setup += ("; the seeds shared one synthetic sample for "
               f"{', '.join(meta['shared_synthetic'])} (their spread leaves "
               "the data's variance out)")
+  devices = sorted({r["device"] for r in records if r.get("device")})
+  jax_version = provenance.packages().get("jax")
+  setup += (f"; written by csl_jax {provenance.describe()}"
+            + (f", jax {jax_version}" if jax_version else "")
+            + (f"; cells on {', '.join(devices)}" if devices else "")
+            + " (provenance.json)")
   md = [f"# {title}\n", setup + ".\n",
         "## Exact match (%), mean ± std over seeds (number of seeds; the "
         "sample std, n - 1)\n",

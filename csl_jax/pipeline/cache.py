@@ -178,11 +178,11 @@ def _computed_by_other_code(old: Mapping[str, Any]) -> str:
   """Where a reused stage was computed by another csl_jax (its version or
   commit), what to add to the log line: a fix since then is not in it."""
   then, now = old.get("code"), provenance.code()
-  if then is None or then == now:  # a key from before the record, or same
+  # None: a key from before the record; not a dict: an edited key.
+  if not isinstance(then, dict) or then == now:
     return ""
-  return (f" (computed by csl_jax {provenance.describe(then)}; this is "
-          f"{provenance.describe(now)}: delete the directory to compute it "
-          "again)")
+  return (f" (computed by csl_jax {provenance.describe(then)}, not this "
+          f"{provenance.describe(now)}; delete it to compute it again)")
 
 
 def _same_key(old: Optional[Mapping[str, Any]],
