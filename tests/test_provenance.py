@@ -120,7 +120,9 @@ def test_a_library_call_has_no_command_line(tmp_path, monkeypatch):
                     )["command"] is None
 
 
-def test_a_stage_reused_from_other_code_says_so(tmp_path, caplog):
+def test_a_stage_reused_from_other_code_says_so(tmp_path, caplog,
+                                                monkeypatch):
+  monkeypatch.setattr(cache, "_OTHER_CODE_SAID", set())
   d = str(tmp_path / "stage")
 
   def stage():
@@ -145,6 +147,12 @@ def test_a_stage_reused_from_other_code_says_so(tmp_path, caplog):
     assert cache.run_stage(stage(), d)["cached"]  # reused all the same
   assert "computed by csl_jax 0.0.9 at 0123456789ab, not this" in caplog.text
   assert "delete it to compute it again" in caplog.text
+  # Said in full once: a grid reuses many stages.
+  caplog.clear()
+  with caplog.at_level(logging.INFO):
+    assert cache.run_stage(stage(), d)["cached"]
+  assert "(computed by csl_jax 0.0.9 at 0123456789ab)" in caplog.text
+  assert "delete it" not in caplog.text
   # A hand-edited record is no reason to stop.
   key["code"] = "0.0.9"
   with open(key_path, "w") as f:

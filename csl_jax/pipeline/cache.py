@@ -176,13 +176,22 @@ def run_stage(stage: Stage, directory: str,
 
 def _computed_by_other_code(old: Mapping[str, Any]) -> str:
   """Where a reused stage was computed by another csl_jax (its version or
-  commit), what to add to the log line: a fix since then is not in it."""
+  commit), what to add to the log line: a fix since then is not in it.
+  Said in full once a process for each other code (a grid reuses many)."""
   then, now = old.get("code"), provenance.code()
   # None: a key from before the record; not a dict: an edited key.
   if not isinstance(then, dict) or then == now:
     return ""
-  return (f" (computed by csl_jax {provenance.describe(then)}, not this "
-          f"{provenance.describe(now)}; delete it to compute it again)")
+  other = provenance.describe(then)
+  if other in _OTHER_CODE_SAID:
+    return f" (computed by csl_jax {other})"
+  _OTHER_CODE_SAID.add(other)
+  return (f" (computed by csl_jax {other}, not this "
+          f"{provenance.describe(now)}; delete it to compute it again; "
+          "each stage's stage_key.json says which code computed it)")
+
+
+_OTHER_CODE_SAID = set()
 
 
 def _same_key(old: Optional[Mapping[str, Any]],
