@@ -57,7 +57,13 @@ def test_the_source_commit_and_local_changes(tmp_path, monkeypatch):
   assert code_at(package)["modified"] is True
   (package / "__init__.py").write_text("__version__ = '9.9'\n")
   (package / "new.py").write_text("")  # untracked: not the code that ran
-  assert code_at(package)["modified"] is False
+  (root / "NOTES.md").write_text("a")
+  _git(root, "add", "NOTES.md")
+  _git(root, "commit", "-q", "--no-verify", "-m", "notes")
+  head = _git(root, "rev-parse", "HEAD").strip()
+  (root / "NOTES.md").write_text("b")  # the docs: not the code either
+  assert code_at(package) == {"csl_jax": csl_jax.__version__,
+                              "commit": head, "modified": False}
   # GIT_DIR (as a git hook exports it) names another repository: the
   # package's own checkout is still the one recorded.
   other = tmp_path / "other"
@@ -70,7 +76,7 @@ def test_the_source_commit_and_local_changes(tmp_path, monkeypatch):
   # A changed file whose name is not UTF-8, listed raw (core.quotePath):
   # recorded, not a UnicodeDecodeError in every command.
   _git(root, "config", "core.quotePath", "false")
-  odd = os.path.join(os.fsencode(root), b"odd_\xff.txt")
+  odd = os.path.join(os.fsencode(package), b"odd_\xff.txt")
   with open(odd, "wb") as f:
     f.write(b"1")
   _git(root, "add", "-A")
