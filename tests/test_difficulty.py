@@ -127,6 +127,8 @@ def test_cli_writes_dataset_directories(tmp_path, capsys):
   assert cli.main(["difficulty", "--data_dir", str(data), "--out", str(out),
                    "--score", "length", "--max_score", "2"]) == 0
   summary = json.load(open(out / "summary.json"))
+  assert summary["command"].startswith("csl-jax difficulty --data_dir")
+  assert (out / "provenance.json").exists() and (out / "config.gin").exists()
   assert {k: v["size"] for k, v in summary["subsets"].items()} == {
       "q0": 2, "q1": 2, "q2": 2, "q3": 2, "mix": 2, "max_2": 5}
   # The hardest: length 4 and one of the two of length 3 (a seeded tie).

@@ -5,6 +5,8 @@ easy/hard mix and `--max_score` subsets, each a dataset directory
 
 from absl import logging
 
+from csl_jax.cli import stage
+
 
 def add_parser(subparsers) -> None:
   p = subparsers.add_parser(
@@ -34,9 +36,11 @@ def main(args) -> int:
   if args.runs and args.score != "learning":  # else unread, unsaid
     raise InputError(f"--runs is read by --score learning, not --score "
                      f"{args.score}")
-  summary = subsets.write(args.out, args.data_dir, args.score,
-                          args.quantiles, args.max_score, args.seed, args.k,
-                          args.runs, args.pin)
+  # As every stage: one process at a time in --out, the command and the
+  # provenance recorded.
+  summary = stage.run(args.out, subsets.write, args.data_dir, args.score,
+                      args.quantiles, args.max_score, args.seed, args.k,
+                      args.runs, args.pin)
   for name, s in summary["subsets"].items():
     logging.info("%s: %d examples, %s %g..%g", name, s["size"],
                  args.score, s["score_min"], s["score_max"])
