@@ -834,3 +834,17 @@ def test_bad_gin_is_one_line_error(tmp_path, capsys, clear_gin, text,
   err = capsys.readouterr().err.strip()
   assert code == 2
   assert len(err.splitlines()) == 1 and message in err, err
+
+
+def test_scan_star_difficulty_levels_are_macros(clear_gin):  # pylint: disable=unused-argument
+  """A level is --gin.MAX_LEN / --gin.MAX_PRIMITIVES: a binding of the
+  whole dataset_options dictionary would drop its test settings (the
+  loader's defaults then: 2,000 test commands of up to 62 tokens)."""
+  root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+  gin.add_config_file_search_path(root)  # its includes: gin/experiments/...
+  gin.parse_config_files_and_bindings(
+      [os.path.join(root, "gin", "experiments",
+                    "scan_star_jump_difficulty.gin")],
+      ["MAX_LEN = 16", "MAX_PRIMITIVES = 2"], skip_unknown=True)
+  assert gin.get_bindings(runner.experiment)["dataset_options"] == {
+      "max_len": 16, "max_primitives": 2, "test_max_len": 8, "num_test": 500}

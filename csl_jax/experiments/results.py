@@ -326,7 +326,8 @@ def write_tables(out_dir: str, records: Sequence[Mapping[str, Any]],
              f"(the original row: {meta.get('num_steps')} steps on the "
              "original alone)")
   options = meta.get("dataset_options")
-  options = (" (" + ", ".join(f"{k} {v}" for k, v in sorted(options.items()))
+  options = (" (" + ", ".join(f"{k} {v}" for k, v in sorted(options.items())
+                             if v is not None)
              + ")") if options else ""
   setup = (f"dataset {meta.get('dataset')}{options}, "
            f"regime {meta.get('regime')}, "
