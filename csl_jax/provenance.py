@@ -98,6 +98,14 @@ def describe(record: Optional[Dict[str, Any]] = None) -> str:
   return " ".join(words)
 
 
+def line(libraries: Sequence[str] = ("jax", "numba")) -> str:
+  """`csl_jax 0.1.0 at 1bf5754215ba, jax 0.10.2, numba 0.68.1`: what wrote a
+  report, for its first lines (provenance.json has the rest)."""
+  found = packages()
+  return ", ".join([f"csl_jax {describe()}"] + [
+      f"{name} {found[name]}" for name in libraries if found.get(name)])
+
+
 def _requirement_name(requirement: str) -> str:
   return re.split(r"[\s<>=!~;\[(]", requirement, maxsplit=1)[0]
 

@@ -14,6 +14,7 @@ import random
 import gin
 import pytest
 
+from csl_jax import provenance
 from csl_jax.cli import main as cli
 from csl_jax.data import scan
 from csl_jax.data import tsv
@@ -97,6 +98,11 @@ def test_run_directory_contract(run_dir):
   assert (f"| grammar rules | — | {num_rules} (csl/induce/grammar.qcfg) |"
           in report)
   assert "CSL parser exact match" in report and "## Preview: csl" in report
+  # What wrote it, under its title (provenance.json has the rest).
+  assert report.splitlines()[2] == (
+      f"Written by {provenance.line()} (provenance.json).")
+  assert provenance.line().startswith(f"csl_jax {provenance.describe()}, "
+                                      "jax ")
   # Nothing short, no selection: the report as it was before either.
   assert "## Warnings" not in report and "## Selections" not in report
   assert set(_cached(run_dir).values()) == {False}

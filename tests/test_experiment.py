@@ -230,7 +230,8 @@ def test_a_row_with_no_finished_cell_is_shown_empty(tmp_path):
   assert "dataset None, regime" in md  # no loader options: none said
   # What produced it (provenance.json has the rest).
   assert (f"; written by csl_jax {provenance.describe()}, jax "
-          f"{provenance.packages()['jax']} (provenance.json).") in md
+          f"{provenance.packages()['jax']}, numba "
+          f"{provenance.packages()['numba']} (provenance.json).") in md
   # The loader's options (SCAN*'s difficulty knobs) are the grid's setting.
   meta.update(dataset="scan_star", dataset_options={
       "max_len": 8, "test_max_len": 8})

@@ -342,9 +342,7 @@ def write_tables(out_dir: str, records: Sequence[Mapping[str, Any]],
               f"{', '.join(meta['shared_synthetic'])} (their spread leaves "
               "the data's variance out)")
   devices = sorted({r["device"] for r in records if r.get("device")})
-  jax_version = provenance.packages().get("jax")
-  setup += (f"; written by csl_jax {provenance.describe()}"
-            + (f", jax {jax_version}" if jax_version else "")
+  setup += (f"; written by {provenance.line()}"
             + (f"; cells on {', '.join(devices)}" if devices else "")
             + " (provenance.json)")
   md = [f"# {title}\n", setup + ".\n",

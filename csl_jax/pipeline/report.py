@@ -13,6 +13,7 @@ import os
 from typing import (Any, Dict, List, Mapping, Optional, Sequence,
                     Tuple)
 
+from csl_jax import provenance
 from csl_jax.data import tsv
 from csl_jax.files import (atomic_write_json, atomic_write_text, read_json,
                            save_figure_once)
@@ -329,7 +330,8 @@ def write_report(run_dir: str) -> str:
   previews = section["previews"]
   warnings = _warnings(run_dir, methods, info)
   chosen, notes, chosen_plots = _selections(run_dir, methods, info)
-  md = [f"# {title}", ""]
+  written = f"Written by {provenance.line()} (provenance.json)."
+  md = [f"# {title}", "", written, ""]
   if warnings:
     md += ["## Warnings", ""] + [f"- {w}" for w in warnings] + [""]
   md += ["## Data", "", _table_md(header, sizes), ""]
@@ -352,6 +354,7 @@ def write_report(run_dir: str) -> str:
 <style>body{{font-family:sans-serif;max-width:70em;margin:2em auto}}
 td,th{{padding:2px 8px;border-bottom:1px solid #ddd;font-size:13px;
 text-align:left}}</style></head><body><h1>{html.escape(title)}</h1>
+<p>{html.escape(written)}</p>
 """]
   if warnings:
     page.append("<h2>Warnings</h2><ul>" + "".join(
