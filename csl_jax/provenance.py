@@ -60,13 +60,10 @@ def _git(root: str, *args: str) -> Optional[str]:
   return done.stdout if done.returncode == 0 else None
 
 
-_CODE_PATHS = ("csl_jax", "tasks", "gin", "setup.py")
-
-
 def code() -> Dict[str, Any]:
   """csl_jax's version, and where it runs from a git checkout (`pip install
-  -e .`), the commit and whether the tracked code (`_CODE_PATHS`) differs
-  from it."""
+  -e .`), the commit and whether its tracked files but the Markdown docs
+  differ from it."""
   return dict(_code())
 
 
@@ -78,10 +75,10 @@ def _code() -> Dict[str, Any]:  # git runs once a process
     commit = _git(root, "rev-parse", "HEAD")
     if commit:
       record["commit"] = commit.strip()
-      # What runs: the package, its SeqIO tasks and gin files (not the
-      # docs; and git looks at these alone in a large repository).
+      # What runs, not the docs: the checkout's tracked files but its
+      # Markdown (below `root` alone, in a large repository holding it).
       status = _git(root, "status", "--porcelain", "--untracked-files=no",
-                    "--", *_CODE_PATHS)
+                    "--", ".", ":(exclude)*.md")
       if status is not None:
         record["modified"] = bool(status.strip())
   return record

@@ -233,12 +233,16 @@ def test_a_row_with_no_finished_cell_is_shown_empty(tmp_path):
           f"{provenance.packages()['jax']}, numba "
           f"{provenance.packages()['numba']} (provenance.json).") in md
   # The loader's options (SCAN*'s difficulty knobs) are the grid's setting.
-  meta.update(dataset="scan_star", dataset_options={
-      "max_len": 8, "test_max_len": 8})
-  written = results.write_tables(str(tmp_path), records, ["original", "csl"],
-                                 meta, {})
-  with open(written["markdown"], encoding="utf-8") as f:
-    assert "dataset scan_star (max_len 8, test_max_len 8), regime" in f.read()
+  # An option left unset (None: the loader's default) is not one.
+  for options, said in (({"max_len": 8, "test_max_len": 8,
+                          "max_primitives": None},
+                         "dataset scan_star (max_len 8, test_max_len 8), "),
+                        ({"max_primitives": None}, "dataset scan_star, ")):
+    meta.update(dataset="scan_star", dataset_options=options)
+    written = results.write_tables(str(tmp_path), records,
+                                   ["original", "csl"], meta, {})
+    with open(written["markdown"], encoding="utf-8") as f:
+      assert said + "regime" in f.read()
 
 
 def test_difference_to_original_by_hand():

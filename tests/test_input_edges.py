@@ -382,6 +382,26 @@ def test_unreadable_gin_file_is_named(tmp_path, capsys, make, fragment):
   assert f"{tmp_path / fragment}" in _error(capsys)
 
 
+def test_a_macro_no_gin_file_uses_is_an_error(tmp_path, capsys):
+  """`--gin.MAXLEN=16` for a file's %MAX_LEN bound a macro nothing read: the
+  run went on at the file's default, in a directory named for another
+  level."""
+  (tmp_path / "g.gin").write_text(
+      "MAX_NTS = 3\nInductionConfig.max_nts = %MAX_NTS\n")
+  data = tmp_path / "d.tsv"
+  data.write_text("walk\tW\n")
+  argv = ["induce", "--train", str(data), "--out", str(tmp_path / "i"),
+          f"--gin_file={tmp_path / 'g.gin'}"]
+  assert cli.main(argv + ["--gin.MAXNTS=2"]) == 2
+  assert _error(capsys).endswith(
+      "--gin.MAXNTS: no gin file read uses the macro %MAXNTS, so it would "
+      "change nothing (the macros they use: MAX_NTS)")
+  # The file's own macro, or one another binding reads, is a binding.
+  assert cli.main(argv + ["--gin.MAX_NTS=2"]) == 0
+  assert cli.main(argv[:-1] + ["--out", str(tmp_path / "j"), "--gin.N=2",
+                               "--gin.InductionConfig.max_nts=%N"]) == 0
+
+
 # -------------------------------------------------------------- experiment --
 
 def test_experiment_required_bindings_left_at_gin_required(tmp_path, capsys):

@@ -64,6 +64,15 @@ def test_the_source_commit_and_local_changes(tmp_path, monkeypatch):
   (root / "NOTES.md").write_text("b")  # the docs: not the code either
   assert code_at(package) == {"csl_jax": csl_jax.__version__,
                               "commit": head, "modified": False}
+  # The gin files are code: what a run binds.
+  (root / "gin").mkdir()
+  (root / "gin" / "x.gin").write_text("a.b = 1\n")
+  _git(root, "add", "gin")
+  _git(root, "commit", "-q", "--no-verify", "-m", "gin")
+  (root / "gin" / "x.gin").write_text("a.b = 2\n")
+  assert code_at(package)["modified"] is True
+  _git(root, "checkout", "-q", "--", "gin")
+  head = _git(root, "rev-parse", "HEAD").strip()
   # GIT_DIR (as a git hook exports it) names another repository: the
   # package's own checkout is still the one recorded.
   other = tmp_path / "other"

@@ -201,6 +201,7 @@ def configure_gin(module, args: argparse.Namespace, files: List[str],
       logging.info("gin: %s first (the dataset's settings for the "
                    "methods; your gin files and bindings override them)",
                    ", ".join(defaults))
+    _check_macros(defaults + files, bindings)
     gin_defaults.mark_configured()
   except tokenize.TokenError as e:  # an unclosed bracket or string
     raise InputError(_token_error(e, files)) from None
@@ -243,6 +244,23 @@ def _check_gin_files(files: List[str]) -> None:
     return read_text(path)  # a directory, not UTF-8: named, with the line
   for _ in _gin_files_and_includes(files, read):
     pass
+
+
+def _check_macros(files: List[str], bindings: List[str]) -> None:
+  """`--gin.NAME=V` with no dot binds a macro, which changes something
+  only where a file or binding reads `%NAME`: a mistyped one
+  (`--gin.MAXLEN=16` for MAX_LEN) would run the file's default unsaid."""
+  texts = [text for _, text in _gin_files_and_includes(files, read_text)]
+  texts += bindings
+  used = set(re.findall(r"%([A-Za-z_][\w.]*)", "\n".join(texts)))
+  for binding in bindings:
+    name = binding.split("=", 1)[0].strip()
+    if re.fullmatch(r"[A-Za-z_]\w*", name) and name not in used:
+      known = sorted(m for m in used if not m.startswith("gin."))
+      raise InputError(
+          f"--gin.{name}: no gin file read uses the macro %{name}, so it "
+          "would change nothing" + (f" (the macros they use: "
+                                     f"{', '.join(known)})" if known else ""))
 
 
 def _binding_of(message: str, bindings: List[str]) -> str:

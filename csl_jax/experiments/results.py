@@ -325,10 +325,9 @@ def write_tables(out_dir: str, records: Sequence[Mapping[str, Any]],
              f"{meta['finetune_steps']} fine-tuning steps on the original "
              f"(the original row: {meta.get('num_steps')} steps on the "
              "original alone)")
-  options = meta.get("dataset_options")
-  options = (" (" + ", ".join(f"{k} {v}" for k, v in sorted(options.items())
-                             if v is not None)
-             + ")") if options else ""
+  shown = [f"{k} {v}" for k, v in sorted(
+      (meta.get("dataset_options") or {}).items()) if v is not None]
+  options = f" ({', '.join(shown)})" if shown else ""
   setup = (f"dataset {meta.get('dataset')}{options}, "
            f"regime {meta.get('regime')}, "
            f"{steps}, batch "
