@@ -19,7 +19,7 @@ import re
 import shlex
 import subprocess
 import sys
-from typing import Any, Dict, Mapping, Optional, Sequence
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
 import csl_jax
 from csl_jax.files import atomic_write_json, atomic_write_text
@@ -47,7 +47,8 @@ def command_line() -> Optional[str]:
   return " ".join(["csl-jax"] + [shlex.quote(a) for a in _ARGV["argv"]])
 
 
-def _git(root: str, *args: str) -> Optional[str]:
+def _git(root: str, *args: str) -> Tuple[Optional[str], str]:
+  """(git's output or None, why not: its first error line)."""
   # The package's own checkout: not one that GIT_DIR & co. name (a git hook
   # exports them); no index lock taken beside the user's own git commands.
   env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
@@ -55,9 +56,11 @@ def _git(root: str, *args: str) -> Optional[str]:
     done = subprocess.run(["git", "--no-optional-locks", "-C", root, *args],
                           capture_output=True, text=True, errors="replace",
                           env=env, timeout=10, check=False)
-  except (OSError, subprocess.SubprocessError):  # no git, or it hangs
-    return None
-  return done.stdout if done.returncode == 0 else None
+  except (OSError, subprocess.SubprocessError) as e:  # no git, or it hangs
+    return None, f"git did not run ({type(e).__name__})"
+  if done.returncode:
+    return None, (done.stderr.strip().splitlines() or ["git failed"])[0]
+  return done.stdout, ""
 
 
 def code() -> Dict[str, Any]:
@@ -72,15 +75,21 @@ def _code() -> Dict[str, Any]:  # git runs once a process
   record: Dict[str, Any] = {"csl_jax": csl_jax.__version__}
   root = os.path.dirname(os.path.dirname(os.path.abspath(csl_jax.__file__)))
   if os.path.exists(os.path.join(root, ".git")):
-    commit = _git(root, "rev-parse", "HEAD")
-    if commit:
-      record["commit"] = commit.strip()
-      # What runs, not the docs: the checkout's tracked files but its
-      # Markdown (below `root` alone, in a large repository holding it).
-      status = _git(root, "status", "--porcelain", "--untracked-files=no",
-                    "--", ".", ":(exclude)*.md")
-      if status is not None:
-        record["modified"] = bool(status.strip())
+    commit, why = _git(root, "rev-parse", "HEAD")
+    if not commit:
+      # A checkout git would not read (another user's: "dubious
+      # ownership"; no git installed): said, not mistaken for a wheel.
+      record["git"] = why
+      return record
+    record["commit"] = commit.strip()
+    # What runs, not the docs: the checkout's tracked files but its
+    # Markdown (below `root` alone, in a large repository holding it).
+    status, why = _git(root, "status", "--porcelain", "--untracked-files=no",
+                       "--", ".", ":(exclude)*.md")
+    if status is not None:
+      record["modified"] = bool(status.strip())
+    else:
+      record["git"] = why
   return record
 
 

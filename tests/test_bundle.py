@@ -319,6 +319,7 @@ def test_bundle_cells_train_without_tensorflow_and_score_here(
   assert records[1]["device"] == "cpu"  # the lanes ran JAX_PLATFORMS=cpu
   assert records[1]["trained_by"]["packages"] == provenance.packages()
   assert records[1]["trained_by"]["command"].startswith("csl-jax run-bundle")
+  assert records[1]["trained_by"]["platform_version"] == "cpu"
   # Outputs of an export with another key are never imported.
   assert bundle.outputs(box, "toy/original/seed_1", "another") is None
   # Exported again with another key: the accelerator's outputs are kept

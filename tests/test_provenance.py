@@ -93,6 +93,13 @@ def test_the_source_commit_and_local_changes(tmp_path, monkeypatch):
   with open(odd, "wb") as f:
     f.write(b"2")
   assert code_at(package)["modified"] is True
+  # A checkout git will not read says why (here: a broken .git file; for
+  # another user's, "dubious ownership"), rather than look like a wheel.
+  unread = tmp_path / "unread"
+  (unread / "csl_jax").mkdir(parents=True)
+  (unread / ".git").write_text("not a gitdir\n")
+  record = code_at(unread / "csl_jax")
+  assert "commit" not in record and record["git"].startswith("fatal:")
   elsewhere = tmp_path / "site-packages" / "csl_jax"  # an installed wheel
   elsewhere.mkdir(parents=True)
   assert code_at(elsewhere) == {"csl_jax": csl_jax.__version__}

@@ -401,8 +401,10 @@ def run_cell(bundle: str, cell: str, progress: bool = False
           "pretrain": pretrained, "train_seconds": train_seconds,
           "decode_seconds": time.time() - start, "parts": parts,
           "device": str(jax.devices()[0].device_kind),
-          # The machine's own: its jaxlib (CUDA, TPU) is not the exporter's.
-          "provenance": provenance.record()}
+          # The machine's own: its jaxlib (CUDA, TPU) is not the exporter's,
+          # nor its CUDA and cuDNN (the platform's version says them).
+          "provenance": dict(provenance.record(), platform_version=str(
+              jax.devices()[0].client.platform_version))}
   atomic_write_json(os.path.join(directory, OUTPUTS_FILE), done)
   return done
 
