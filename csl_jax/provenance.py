@@ -171,6 +171,18 @@ def gin_config() -> str:
     return f"# gin could not write its bindings: {type(e).__name__}: {e}\n"
 
 
+def _gin_literal(value: Any) -> Any:
+  """`value` as gin reads it back: a path (pathlib's, from Python) as its
+  string; containers element by element."""
+  if isinstance(value, os.PathLike):
+    return os.fspath(value)
+  if isinstance(value, (list, tuple)):
+    return type(value)(_gin_literal(v) for v in value)
+  if isinstance(value, dict):
+    return {k: _gin_literal(v) for k, v in value.items()}
+  return value
+
+
 def write(out_dir: str,
           arguments: Optional[Mapping[str, Any]] = None) -> None:
   """OUT/provenance.json and OUT/config.gin (called under the run's lock).
@@ -183,6 +195,7 @@ def write(out_dir: str,
           "(csl_jax/provenance.py).\n" + gin_config())
   if arguments:
     text += ("\n# The call's own arguments (flags or keywords), which won "
-             "over gin's:\n" + "".join(f"{name} = {value!r}\n"
-                                        for name, value in arguments.items()))
+             "over gin's:\n" + "".join(
+                 f"{name} = {_gin_literal(value)!r}\n"
+                 for name, value in arguments.items()))
   atomic_write_text(os.path.join(out_dir, GIN_FILE), text)

@@ -553,7 +553,7 @@ def test_config_gin_reruns_a_call_made_with_arguments(tmp_path,
   first = tmp_path / "first"
   gin.clear_config()
   try:
-    augment.augment(str(first), dataset="tsv", data_dir=str(data),
+    augment.augment(str(first), dataset="tsv", data_dir=data,  # a Path
                     methods=["reverse"], select="random", select_num=2)
     gin.clear_config()
     gin.parse_config_file(str(first / "config.gin"))
