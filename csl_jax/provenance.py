@@ -6,7 +6,8 @@ commit, Python and the installed versions of csl_jax's requirements) and
 `OUT/config.gin` (every gin binding in force, includes resolved, and the
 arguments `augment` was called with: `csl-jax augment` or `experiment
 --gin_file=OUT/config.gin` reruns it, as T5X's `config.gin`; a stage
-command's flags are in provenance.json's command). A stage computed
+command's flags are in provenance.json's command, and the keywords of an
+`experiment()` called from Python in its experiment.json). A stage computed
 by other code than the current one says so when it is reused
 (`pipeline/cache.py`). No clock time: a rerun writes the same bytes.
 """
