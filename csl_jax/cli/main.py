@@ -186,7 +186,7 @@ def configure_gin(module, args: argparse.Namespace, files: List[str],
                   bindings: List[str]) -> None:
   """Parses the user's gin files and bindings, after the dataset's settings
   for the command's methods where it names them (`module.gin_defaults`)."""
-  _check_gin_files(files)
+  texts = _check_gin_files(files)
   try:
     for root in _gin_roots():
       gin.add_config_file_search_path(root)
@@ -201,7 +201,8 @@ def configure_gin(module, args: argparse.Namespace, files: List[str],
       logging.info("gin: %s first (the dataset's settings for the "
                    "methods; your gin files and bindings override them)",
                    ", ".join(defaults))
-    _check_macros(defaults + files, bindings)
+    _check_macros(texts + [text for _, text in _gin_files_and_includes(
+        defaults, read_text)], bindings)
     gin_defaults.mark_configured()
   except tokenize.TokenError as e:  # an unclosed bracket or string
     raise InputError(_token_error(e, files)) from None
@@ -229,11 +230,12 @@ def _gin_files_and_includes(files: List[str], read):
     todo += re.findall(r"^include\s+['\"]([^'\"]+)['\"]", text, re.M)
 
 
-def _check_gin_files(files: List[str]) -> None:
+def _check_gin_files(files: List[str]) -> List[str]:
   """Gin opens its files itself, and says of a directory "Unable to open
   file", of bytes that are not UTF-8 a codec error naming no file, of a
   byte-order mark "Unexpected token": each file given, and what it
-  includes, is read first, so that these name the file (and line)."""
+  includes, is read first, so that these name the file (and line).
+  Returns the texts read."""
   def read(path):
     if not os.path.isdir(path):
       with open(path, "rb") as f:
@@ -242,17 +244,15 @@ def _check_gin_files(files: List[str]) -> None:
                            "does not read: save the file without it", path,
                            1)
     return read_text(path)  # a directory, not UTF-8: named, with the line
-  for _ in _gin_files_and_includes(files, read):
-    pass
+  return [text for _, text in _gin_files_and_includes(files, read)]
 
 
-def _check_macros(files: List[str], bindings: List[str]) -> None:
+def _check_macros(texts: List[str], bindings: List[str]) -> None:
   """`--gin.NAME=V` with no dot binds a macro, which changes something
-  only where a file or binding reads `%NAME`: a mistyped one
-  (`--gin.MAXLEN=16` for MAX_LEN) would run the file's default unsaid."""
-  texts = [text for _, text in _gin_files_and_includes(files, read_text)]
-  texts += bindings
-  used = set(re.findall(r"%([A-Za-z_][\w.]*)", "\n".join(texts)))
+  only where a file (`texts`: those gin read) or binding reads `%NAME`: a
+  mistyped one (`--gin.MAXLEN=16` for MAX_LEN) would run the file's
+  default unsaid."""
+  used = set(re.findall(r"%([A-Za-z_][\w.]*)", "\n".join(texts + bindings)))
   for binding in bindings:
     name = binding.split("=", 1)[0].strip()
     if re.fullmatch(r"[A-Za-z_]\w*", name) and name not in used:

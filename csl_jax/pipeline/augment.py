@@ -290,15 +290,9 @@ def augment(run_dir: str, dataset: str = "scan", split: Optional[str] = None,
                       "s" if len(whole) == 1 else "")
   with configs.bound(beam_bindings(shards, runner, pipeline_args),
                      "--shards/--runner"):
-    # What config.gin adds to gin's bindings, so that it reruns this call.
-    call = {f"augment.{k}": v for k, v in (
-        ("dataset", dataset), ("split", split), ("data_dir", data_dir),
-        ("dataset_options", dataset_options), ("methods", methods),
-        ("select", select), ("select_num", select_num),
-        ("select_seed", select_seed), ("shards", shards))}
     return _augment(run_dir, dataset, split, data_dir, dataset_options,
                     methods, select, select_num, select_seed, wait,
-                    need_parts or {}, call)
+                    need_parts or {}, shards)
 
 
 def beam_bindings(shards: Optional[int], runner: Optional[str],
@@ -338,7 +332,7 @@ def beam_bindings(shards: Optional[int], runner: Optional[str],
 
 
 def _augment(run_dir, dataset, split, data_dir, dataset_options, methods,
-             select, select_num, select_seed, wait, need_parts, call
+             select, select_num, select_seed, wait, need_parts, shards
              ) -> Dict[str, Any]:
   selectors = selection.parse(select)  # fail before any work on a bad name
   for name, value in (("select_num", select_num),
@@ -367,7 +361,12 @@ def _augment(run_dir, dataset, split, data_dir, dataset_options, methods,
         list(methods))
   options = dict(dataset_options or {})
   with lock.run_lock(run_dir, wait):
-    provenance.write(run_dir, call)
+    # The call's arguments after gin's bindings: config.gin reruns it.
+    provenance.write(run_dir, {f"augment.{k}": v for k, v in (
+        ("dataset", dataset), ("split", split), ("data_dir", data_dir),
+        ("dataset_options", dataset_options), ("methods", methods),
+        ("select", select), ("select_num", select_num),
+        ("select_seed", select_seed), ("shards", shards))})
     summary: Dict[str, Any] = {"dataset": dataset, "stages": {}}
     prep = prepare_stage(dataset, split, data_dir, options)
     data_dir_out = os.path.join(run_dir, DATA_DIR)

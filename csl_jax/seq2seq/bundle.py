@@ -397,14 +397,15 @@ def run_cell(bundle: str, cell: str, progress: bool = False
     parts[part] = {"num_examples": n, "perplexity": train_lib.perplexity(
         model, params, data, lengths, batch_size)}
   arrays.save(os.path.join(directory, PREDICTIONS_FILE), predicted)
+  device = jax.devices()[0]
   done = {"stage_key": spec["stage_key"], "train": metrics,
           "pretrain": pretrained, "train_seconds": train_seconds,
           "decode_seconds": time.time() - start, "parts": parts,
-          "device": str(jax.devices()[0].device_kind),
+          "device": str(device.device_kind),
           # The machine's own: its jaxlib (CUDA, TPU) is not the exporter's,
           # nor its CUDA and cuDNN (the platform's version says them).
           "provenance": dict(provenance.record(), platform_version=str(
-              jax.devices()[0].client.platform_version))}
+              device.client.platform_version))}
   atomic_write_json(os.path.join(directory, OUTPUTS_FILE), done)
   return done
 
