@@ -78,7 +78,7 @@ def _type_ok(value: Any, annotation: Any) -> bool:
     args = typing.get_args(annotation)
     if origin is tuple and args and args[-1] is not Ellipsis:
       return len(value) == len(args) and all(
-          _type_ok(v, a) for v, a in zip(value, args))
+          _type_ok(v, a) for v, a in zip(value, args, strict=True))
     # The elements too: `[["a", 1]]` for Tuple[Tuple[str, ...], ...]
     # would otherwise fail as a traceback inside the method.
     return not args or all(_type_ok(v, args[0]) for v in value)

@@ -33,7 +33,7 @@ def exact_match(targets: Sequence[Text],
                      "predictions")
   if not targets:
     return {"exact_match": float("nan")}
-  hits = sum(matches(t, p) for t, p in zip(targets, predictions))
+  hits = sum(matches(t, p) for t, p in zip(targets, predictions, strict=True))
   return {"exact_match": 100.0 * hits / len(targets)}
 
 
@@ -53,7 +53,7 @@ def bleu(targets: Sequence[Text], predictions: Sequence[Text],
                      "predictions")
   matched, total = [0] * max_order, [0] * max_order
   ref_len = hyp_len = 0
-  for target, prediction in zip(targets, predictions):
+  for target, prediction in zip(targets, predictions, strict=True):
     ref, hyp = normalize(target).split(), normalize(prediction).split()
     ref_len, hyp_len = ref_len + len(ref), hyp_len + len(hyp)
     for n in range(1, max_order + 1):
@@ -62,6 +62,7 @@ def bleu(targets: Sequence[Text], predictions: Sequence[Text],
       total[n - 1] += max(len(hyp) - n + 1, 0)
   if not hyp_len or min(matched) == 0:
     return {"bleu": 0.0}
-  log_precision = sum(math.log(m / t) for m, t in zip(matched, total))
+  log_precision = sum(math.log(m / t)
+                      for m, t in zip(matched, total, strict=True))
   brevity = min(0.0, 1.0 - ref_len / hyp_len)
   return {"bleu": 100.0 * math.exp(log_precision / max_order + brevity)}

@@ -57,6 +57,42 @@ def test_primitive_pool_adds_whole_clusters():
     assert len(verbs) == {0: 1, 100: 1, 400: 3, 600: 4, 800: 5}[step]
 
 
+def test_uniform_control_draws_from_every_example_at_every_step():
+  """The control of a comparison of curricula: the curricula's sampler,
+  the whole pool from step 0 (and no schedule in its key)."""
+  ranks = curriculum.ranks("uniform", PAIRS, seed=0)
+  for step in (0, 1, 500, 999):
+    pool = np.flatnonzero(ranks < curriculum.available_fraction(step, 1000))
+    assert list(pool) == list(range(len(PAIRS)))
+  # A batch larger than half the pool at step 0: only possible with all.
+  batch = curriculum.batch_indices(ranks, 0, 1000, 11, seed=0)
+  assert sorted(batch) == list(range(11))
+  assert curriculum.pool_curve(ranks, 1000) == {
+      "num_examples": 11, "share_at_step": {"0": 1.0, "250": 1.0,
+                                            "500": 1.0, "750": 1.0},
+      "all_available_from_step": 0}
+  key = train_key(TrainConfig(curriculum="uniform", curriculum_start=0.5))
+  assert key["curriculum"] == "uniform" and "curriculum_start" not in key
+
+
+def test_pool_curve_by_hand():
+  # Ranks 0, .2, .4, .6, .8 with one primitive-free example (-1), S = 1000:
+  # fraction max(.2, s / 800): 20% of the ranks plus the free one at step 0;
+  # at 250 (.3125) two verbs; at 500 (.625) four; the last (.8) enters once
+  # s / 800 > .8, i.e. at step 641.
+  ranks = curriculum.primitive_ranks(PAIRS, seed=0)
+  curve = curriculum.pool_curve(ranks, 1000)
+  assert curve["share_at_step"] == {"0": round(3 / 11, 4),
+                                    "250": round(5 / 11, 4),
+                                    "500": round(9 / 11, 4), "750": 1.0}
+  assert curve["all_available_from_step"] == 641
+  # One primitive in most examples: the pool is nearly whole at step 0.
+  skewed = [(f"walk {w}", "WALK") for w in "abcdefgh"] + [("jump", "JUMP")]
+  assert curriculum.pool_curve(
+      curriculum.primitive_ranks(skewed, seed=0), 100)["share_at_step"][
+          "0"] in (round(1 / 9, 4), round(8 / 9, 4))
+
+
 def test_batches_depend_on_seed_and_step_only():
   ranks = curriculum.example_ranks(50, seed=3)
   a = [curriculum.batch_indices(ranks, s, 100, 4, seed=3) for s in range(100)]

@@ -79,14 +79,14 @@ def test_primaug_copies_are_consistent_distinct_and_map_back(factor):
     # One copy per unit, the same on both sides (`sea@3 level@3` -> `0@3`).
     cx, cy = _unit_copies(x, units_in), _unit_copies(y, units_out)
     assert cx == cy and all(len(v) == 1 for v in cx.values())
-    assert all(1 <= min(v) <= factor for v in cx.values())
+    assert all(1 <= min(v) <= factor + 1 for v in cx.values())
   # At most K - 1 new pairs per example, distinct per example (a pair
   # listed twice, like the data's `jump`, may get the same copy twice: the
   # data's repetition is kept), none an original pair.
   assert not set(new) & set(PAIRS)
   counts = collections.Counter(new)
   assert {token_copies.original_token(p[0]) for p, n in counts.items()
-          if n > 1} == {"jump"}
+          if n > 1} <= {"jump"}
   # `jump` is listed twice: its two examples each get their own copies.
   for pair in set(PAIRS):
     assert back[pair] <= (factor - 1) * PAIRS.count(pair)
@@ -106,14 +106,22 @@ def test_primaug_exact_gives_every_example_k_minus_1(factor):
   # exactly K - 1 new versions, distinct per example. PAIRS' examples have
   # one unit (`walk`, `jump twice`) or two (`walk and jump`, `walk at sea
   # level`).
-  config = primaug.PrimAugConfig(factor=factor, seed=3, attempts=0)
+  config = primaug.PrimAugConfig(factor=factor, seed=3, attempts=0,
+                                 forms="k")
   new, stats = primaug.augment(PAIRS, config)
   new = list(new)
   assert stats["generated"] == len(new) == (factor - 1) * len(PAIRS)
   assert stats["per_example"] == {str(factor - 1): len(PAIRS)}
+  assert stats["forms"] == factor
   # The one-unit examples get every copy of their unit: walk@2 .. walk@K.
   walks = sorted(x for x, _ in new if x.startswith("walk") and " " not in x)
   assert walks == sorted(f"walk@{i}" for i in range(2, factor + 1))
+  # App. C.1's K + 1 forms: K - 1 of the K copies walk@2 .. walk@K+1.
+  plus = list(primaug.augment(PAIRS, primaug.PrimAugConfig(
+      factor=factor, seed=3, attempts=0))[0])
+  walks = [x for x, _ in plus if x.startswith("walk") and " " not in x]
+  assert len(walks) == len(set(walks)) == factor - 1
+  assert set(walks) < {f"walk@{i}" for i in range(2, factor + 2)}
   both = [x for x, _ in new if " and " in x]
   assert len(set(both)) == factor - 1 and "walk and jump" not in both
   assert list(primaug.augment(PAIRS, config)[0]) == new  # seeded
@@ -135,8 +143,12 @@ def test_primaug_on_scan_pairs_are_scan_pairs():
     back = " ".join(map(token_copies.original_token, x.split()))
     assert scan.interpret(back) == " ".join(
         map(token_copies.original_token, y.split()))
-  assert ("jump@2", "I_JUMP@2") in new
+  # K = 2: App. C.1's three forms, jump, jump@2 and jump@3.
+  assert {x for x, _ in new if x.startswith("jump@") and " " not in x} == {
+      "jump@2", "jump@3"}
+  assert ("jump@2", "I_JUMP@2") in new and ("jump@3", "I_JUMP@3") in new
   assert stats["num_units"] == 6 and len(new) <= len(pairs)
+  assert stats["forms"] == 3
   assert sum(stats["per_example"].values()) == len(pairs)
 
 
@@ -167,6 +179,8 @@ def test_a_token_with_the_separator_is_refused_naming_file_and_line():
     augzero.AugZeroConfig(k=1)
   with pytest.raises(InputError, match="factor must be >= 2"):
     primaug.PrimAugConfig(factor=1)
+  with pytest.raises(InputError, match=r"primaug forms: 'k\+1'"):
+    primaug.PrimAugConfig(forms="k+1")
 
 
 def test_methods_through_the_pipeline(tmp_path):

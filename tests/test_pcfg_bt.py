@@ -163,11 +163,19 @@ def test_tables_5_and_6_of_the_augmented_training_set_by_hand(run,
   assert st["input"]["original"]["average_length"] == 2.5
   # Uniform PCFG: p(S -> V) = 1/2, p(V -> x) = 1/3, so p(run) = 1/6 and
   # p(run jump) = 1/2 * 1/9 = 1/18: perplexity exp(log(6 * 18) / 3).
-  assert st["perplexity"]["outputs"] == 2 and st["perplexity"]["of"] == 2
-  assert st["perplexity"]["value"] == pytest.approx(108 ** (1 / 3))
-  labels = [label for label, _ in _method(tmp_path).report_rows(summary)]
-  assert any(label.startswith("Table 5, outputs") for label in labels)
-  assert any(label.startswith("Table 6") for label in labels)
+  px = st["perplexity"]
+  assert (px["of"], px["zero_probability"], px["scored"]["outputs"]) == (
+      2, 0, 2)
+  assert px["value"] == px["scored"]["value"] == pytest.approx(
+      108 ** (1 / 3))
+  # P_train (walk, jump, walk walk, jump walk) scores neither `run` nor
+  # `run jump`: no output every distribution scores.
+  assert px["common"] == {"value": None, "outputs": 0}
+  rows = dict(_method(tmp_path).report_rows(summary))
+  assert any(label.startswith("Table 5, outputs") for label in rows)
+  label = next(k for k in rows if k.startswith("Per-token perplexity"))
+  assert rows[label] == (f"{108 ** (1 / 3):.3f} (0 of 2 with p = 0) / "
+                         f"{108 ** (1 / 3):.3f} (2) / ∞ (0)")
   # P_train gives `run` probability 0: no test output counts. The PCFG is
   # estimated once, by the programs stage; statistics reads its file.
   from csl_jax.pcfg import pcfg as pcfg_lib  # pylint: disable=g-import-not-at-top
@@ -178,8 +186,10 @@ def test_tables_5_and_6_of_the_augmented_training_set_by_hand(run,
   trained = _run(_method(tmp_path, distribution="train"), run_data,
                  str(tmp_path / "w"))
   assert len(estimates) == 1
-  assert trained["statistics"]["perplexity"] == {"value": None,
-                                                 "outputs": 0, "of": 2}
+  assert trained["statistics"]["perplexity"] == {
+      "value": None, "zero_probability": 2, "of": 2,
+      "scored": {"value": None, "outputs": 0},
+      "common": {"value": None, "outputs": 0}}
   # The pipeline publishes backtranslate's candidates, which it names.
   assert list(summary)[-2:] == ["backtranslate", "statistics"]
   assert st["candidates_from"] == "backtranslate"
@@ -436,6 +446,48 @@ def test_bundled_reverse_model_trains_there_and_is_imported(run, tmp_path):
   assert bundle.pending_cells(box) == [cell]
 
 
+def test_bundled_outputs_of_fewer_programs_are_an_error(run, tmp_path):
+  """A cell's outputs.npz with fewer decoded programs than programs.txt
+  (a file of another export, or cut short) is an InputError naming it,
+  not a candidates.tsv silently short of the programs it dropped."""
+  # pylint: disable=g-import-not-at-top
+  from csl_jax.seq2seq import arrays
+  from csl_jax.seq2seq import bundle
+  # pylint: enable=g-import-not-at-top
+  base_dir, run_data = run
+  box = str(tmp_path / "bundle")
+  method = _method(base_dir)
+  method.bundle = box
+  workdir = str(tmp_path / "w")
+  programs_stage, backtranslate = method.stages(run_data, workdir)[:2]
+  cache.run_stage(programs_stage, programs_stage.path(workdir))
+  with pytest.raises(bundle.Pending):
+    cache.run_stage(backtranslate, backtranslate.path(workdir))
+  (cell,) = bundle.pending_cells(box)
+  bundle.run_bundle(box, progress=False)
+  npz = os.path.join(box, bundle.CELLS_DIR, cell, bundle.PREDICTIONS_FILE)
+  parts = arrays.load(npz)
+  decoded = parts["programs"]
+  assert len(decoded) > 1
+  parts["programs"] = arrays.Ragged.from_rows(
+      [decoded.row(i) for i in range(len(decoded) - 1)])
+  arrays.save(npz, parts)
+  with pytest.raises(InputError, match=re.escape(npz) + r": \d+ decoded "
+                     r"programs for the \d+ programs"):
+    cache.run_stage(backtranslate, backtranslate.path(workdir))
+  assert not os.path.exists(os.path.join(backtranslate.path(workdir),
+                                         "candidates.tsv"))
+
+
+def test_write_candidates_takes_an_utterance_per_program(tmp_path):
+  """The utterances are the programs' own, one each: a count that differs
+  is a programming error, not candidates dropped."""
+  with pytest.raises(ValueError):
+    pcfg_bt._write_candidates(  # pylint: disable=protected-access
+        str(tmp_path), ["a", "b", "c"], ["x", "y"], [False] * 3, 1)
+  assert not os.path.exists(tmp_path / "candidates.tsv")
+
+
 def test_programs_cut_to_the_reverse_input_are_left_out(tmp_path):
   """A program longer than the reverse model reads gets its prefix's
   utterance: the pair would be wrong, so it is not a candidate."""
@@ -686,3 +738,26 @@ def test_bench_scan_bt_correct_splits_new_programs_by_a_pattern(load_script):
   split = bench.score_pattern(pairs, {"I_JUMP I_JUMP"}, golds,
                               re.compile("around (left|right) thrice"))
   assert split == {"all": [2, 1, 1], "other": [1, 1, 0]}
+
+
+def test_perplexity_rows_compare_over_one_set_of_outputs():
+  """P_train's figure was over the outputs it scores and the others' over
+  all theirs: rows over different sets. By hand: S -> V | V V, V -> walk |
+  jump | run; training outputs walk, jump, walk jump; test walk, run.
+  Uniform: p(walk) = p(run) = 1/2 * 1/3 = 1/6. P_train: S -> V 2/3,
+  V -> walk 1/2, run 0: p(walk) = 1/3, p(run) = 0."""
+  # pylint: disable=g-import-not-at-top
+  from csl_jax.methods.pcfg_bt.method import _perplexities
+  from csl_jax.pcfg import pcfg as pcfg_lib
+  from csl_jax.qcfg.output_cfg import parse_output_cfg
+  # pylint: enable=g-import-not-at-top
+  cfg = parse_output_cfg("S -> V | V V\nV -> walk | jump | run\n")
+  train, test = ["walk", "jump", "walk jump"], ["walk", "run"]
+  uniform = _perplexities(pcfg_lib.uniform(cfg), cfg, test, train)
+  assert uniform["value"] == uniform["scored"]["value"] == pytest.approx(6)
+  assert uniform["common"] == {"value": pytest.approx(6), "outputs": 1}
+  trained = _perplexities(pcfg_lib.estimate(cfg, train)[0], cfg, test,
+                          train)
+  assert (trained["value"], trained["zero_probability"]) == (None, 1)
+  assert trained["scored"] == trained["common"] == {
+      "value": pytest.approx(3), "outputs": 1}

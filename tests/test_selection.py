@@ -121,6 +121,14 @@ def test_smcalflow_sexpr():
   # SMCalFlow-CS's long literals are numbers too.
   assert templates.SMCALFLOW.key("( toDays 7L ) ( f -2L x7L )") == \
       templates.SMCALFLOW.key("( toDays 3 ) ( f 5 x7L )")
+  # SMCalFlow-CS's files write programs compactly: a number touches ")".
+  compact = ["(Yield (nextDayOfMonth (Today) 7L))",
+             "(Yield (nextDayOfMonth (Today) 10L))",
+             "( Yield ( nextDayOfMonth ( Today ) 7L ) )"]
+  assert {templates.SMCALFLOW.key(p) for p in compact} == {
+      "(Yield (nextDayOfMonth (Today) entity))",
+      "( Yield ( nextDayOfMonth ( Today ) entity ) )"}
+  assert templates.SMCALFLOW.key("(f 3.5)(g x7L)") == "(f entity)(g x7L)"
 
 
 def test_detect():
@@ -771,6 +779,34 @@ def test_pipeline_diversity_stage_and_shortfall(tmp_path, clear_gin):
   assert (out / summary["plot"]).stat().st_size > 0
   assert cache.run_stage(augment.diversity_stage(
       selections, str(cands), 0, abstraction="geoquery"), str(out))["cached"]
+
+
+def test_report_measures_with_a_setting_only_every_selector_shares(
+    clear_gin):
+  """One bound setting was applied to every selector's figures: the
+  hybrid's H(C) measured without the Keysers weights it selected with."""
+  del clear_gin
+  from csl_jax.pipeline import augment  # pylint: disable=g-import-not-at-top
+  from csl_jax.pipeline import report  # pylint: disable=g-import-not-at-top
+  assert augment.diversity_settings(["uat", "cmaxent", "cmaxent_uat"]) == (
+      "auto", "keysers", {})
+  gin.parse_config("CMaxEnt.weighting = 'none'")
+  assert augment.diversity_settings(["cmaxent"]) == ("auto", "none", {})
+  assert augment.diversity_settings(["uat", "cmaxent", "cmaxent_uat"]) == (
+      "auto", "keysers", {"cmaxent": {"weighting": "none"}})
+  gin.parse_config("UAT.abstraction = 'leaves'")
+  assert augment.diversity_settings(["uat", "random"]) == (
+      "leaves", "keysers", {})
+  assert augment.diversity_settings(["uat", "cmaxent"]) == (
+      "auto", "none", {"uat": {"abstraction": "leaves"}})
+  # The report says so.
+  info = {"csl": {"stage_order": ["diversity"], "stages": {"diversity": {
+      "diversity": [], "abstraction": "auto", "weighting": "keysers",
+      "random_repeats": 10,
+      "selectors_differ": {"cmaxent": {"weighting": "none"}}}}}}
+  notes = report._selections("/nonexistent", ["csl"], info)[1]  # pylint: disable=protected-access
+  assert "csl: measured with the defaults, while cmaxent selected with " \
+      "weighting none" in notes
 
 
 def test_unparseable_candidates_are_not_a_template():

@@ -6,6 +6,7 @@ greedy decoding and beam search. No network, CPU is enough.
 """
 
 import dataclasses
+import filecmp
 import functools
 import itertools
 import json
@@ -888,10 +889,19 @@ def test_curriculum_run_resumes_the_same_batches(reverse_task, tmp_path,
   assert re.search(r"curriculum primitive: [\d.]+% of the 50 examples "
                    r"available at step 0 \(schedule: 20%\)", caplog.text)
   assert train.load_config(whole)[1]["train"]["curriculum"] == "primitive"
+  # How the pool grew, per run (the same schedule as the log's line).
+  with open(os.path.join(whole, train.CURRICULUM_FILE)) as f:
+    curve = json.load(f)
+  assert curve["curriculum"] == "primitive" and curve["num_examples"] == 50
+  assert curve["all_available_from_step"] <= 6
   killed = _copy_run(whole, tmp_path / "k")
   shutil.rmtree(os.path.join(killed, "checkpoints", "6"))
+  os.remove(os.path.join(killed, train.CURRICULUM_FILE))
   more = train.train(killed, reverse_task[0], TINY, config, progress=False)
   assert more["start_step"] == 3 and "data_position" not in more
+  assert filecmp.cmp(os.path.join(whole, train.CURRICULUM_FILE),
+                     os.path.join(killed, train.CURRICULUM_FILE),
+                     shallow=False)
   for a, b in zip(jax.tree_util.tree_leaves(train.load_params(whole)[1]),
                   jax.tree_util.tree_leaves(train.load_params(killed)[1])):
     np.testing.assert_array_equal(np.asarray(a), np.asarray(b))

@@ -44,7 +44,7 @@ class Forest:
     item = lambda v: tuple(int(t) for t in self.nodes[v])
     return [(int(r), item(p), tuple(item(c) for c in cs if c >= 0))
             for r, p, cs in zip(self.edge_rule, self.edge_parent,
-                                self.edge_children)]
+                                self.edge_children, strict=True)]
 
   def count_derivations(self) -> int:
     """Number of derivations of the root (exact, Python integers)."""
@@ -52,7 +52,7 @@ class Forest:
       return 0
     count = [0] * self.nodes.shape[0]
     for r, p, cs in zip(self.edge_rule, self.edge_parent,
-                        self.edge_children):
+                        self.edge_children, strict=True):
       prod = 1
       for c in cs:
         if c >= 0:
@@ -293,7 +293,7 @@ class SourceForest:
     span = lambda v: tuple(int(t) for t in self.spans[v])
     return [(int(r), span(p), tuple(span(c) for c in cs if c >= 0))
             for r, p, cs in zip(self.edge_rule, self.edge_parent,
-                                self.edge_children)]
+                                self.edge_children, strict=True)]
 
 
 def source_chart_scratch(grammar: QCFGArrays) -> np.ndarray:

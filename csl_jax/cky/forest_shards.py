@@ -61,7 +61,7 @@ def concatenate(batches: Sequence[forest_lib.ForestBatch]
   """The forests of all batches, in order, as one batch."""
   def offsets(name, sizes):
     parts, base = [np.zeros(1, np.int64)], 0
-    for b, size in zip(batches, sizes):
+    for b, size in zip(batches, sizes, strict=True):
       parts.append(np.asarray(getattr(b, name)[1:], np.int64) + base)
       base += size
     return np.concatenate(parts).astype(batches[0].node_offsets.dtype)

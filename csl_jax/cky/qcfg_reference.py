@@ -57,7 +57,8 @@ def pair_edges(rules: Sequence[Rule], x: Sequence[str], y: Sequence[str]
       if len(rule.source) > j - i or len(rule.target) > l - k:
         continue
       for src in _splits(x[i:j], rule.source, i):
-        child_src = {nt_index(s): p for s, p in zip(rule.source, src)
+        child_src = {nt_index(s): p
+                     for s, p in zip(rule.source, src, strict=True)
                      if nt_index(s)}
 
         def piece_ok(symbol, a, b, chosen, child_src=child_src, rule=rule):
@@ -69,7 +70,7 @@ def pair_edges(rules: Sequence[Rule], x: Sequence[str], y: Sequence[str]
 
         for tgt in _splits(y[k:l], rule.target, k, piece_ok):
           child_tgt = {}
-          for sym, piece in zip(rule.target, tgt):
+          for sym, piece in zip(rule.target, tgt, strict=True):
             if nt_index(sym) and nt_index(sym) not in child_tgt:
               child_tgt[nt_index(sym)] = piece
           children = tuple(child_src[a] + child_tgt[a]
@@ -131,7 +132,8 @@ def _span_edges(rules: Sequence[Rule], x: Sequence[str]):
         continue
       for src in _splits(x[i:j], rule.source, i,
                          lambda symbol, a, b, chosen: derives((a, b))):
-        children = tuple(p for s, p in zip(rule.source, src) if nt_index(s))
+        children = tuple(p for s, p in zip(rule.source, src, strict=True)
+                         if nt_index(s))
         found.append((r, span, children))
     return tuple(found)
 

@@ -447,7 +447,7 @@ def _linearize(node: _Node) -> List[_Node]:
 
 def _copy_indices(src: _Node, dst: _Node) -> None:
   dst.index = src.index
-  for (_, a), (_, b) in zip(src.children, dst.children):
+  for (_, a), (_, b) in zip(src.children, dst.children, strict=True):
     _copy_indices(a, b)
 
 
@@ -463,7 +463,7 @@ def _align(root: _Node, words: Sequence[str], varfree: str) -> None:
         f"{varfree!r} has {len(nodes)} nouns, names and verbs but the "
         f"sentence {' '.join(words)!r} has {len(slots)} content words "
         f"({[words[i] for i in slots]})")
-  for node, i in zip(nodes, slots):
+  for node, i in zip(nodes, slots, strict=True):
     ok = (words[i] == node.label if node.is_name else
           node.is_event or words[i].lower() == node.label)
     if not ok:

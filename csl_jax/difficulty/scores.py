@@ -131,7 +131,7 @@ def learning(run_dirs: Sequence[str], patience: int = 10
     files.sort(key=lambda f: int(f[5:-4]))
     steps = np.array([int(f[5:-4]) for f in files])
     right = [_load_tracked(os.path.join(directory, f)) for f in files]
-    for f, r in zip(files, right):
+    for f, r in zip(files, right, strict=True):
       if r.ndim != 1 or r.shape != right[0].shape:
         raise InputError(f"{r.shape} tracked examples, {files[0]} has "
                          f"{right[0].shape}", os.path.join(directory, f))

@@ -82,10 +82,10 @@ def write(out_dir: str, data_dir: str, score_name: str, num: int = 4,
   # file order), then the pinned ones leave the partition.
   score, figures = scores_lib.score(score_name, pairs, seed, k, runs)
   score = score[keep]
-  pinned = [p for p, kept in zip(pairs, keep) if not kept]
-  pairs = [p for p, kept in zip(pairs, keep) if kept]
+  pinned = [p for p, kept in zip(pairs, keep, strict=True) if not kept]
+  pairs = [p for p, kept in zip(pairs, keep, strict=True) if kept]
   atomic_write_text(os.path.join(out_dir, "scores.tsv"), (
-      f"{x}\t{y}\t{s:g}\n" for (x, y), s in zip(pairs, score)))
+      f"{x}\t{y}\t{s:g}\n" for (x, y), s in zip(pairs, score, strict=True)))
   parts = quantiles(score, num, seed)
   tied = _tied_boundaries(score, parts)
   subsets = {f"q{i}": p for i, p in enumerate(parts)}

@@ -208,7 +208,8 @@ def seen_table(records: Sequence[Mapping[str, Any]]
   table: Dict[str, Dict[str, Dict[str, float]]] = {}
   for data in tables[-1]:
     for column in columns:
-      for (_, suffix), part in zip(fields, tables):  # "–" where none
+      # "–" where none
+      for (_, suffix), part in zip(fields, tables, strict=True):
         table.setdefault(data, {})[f"{column} {suffix}"] = part.get(
             data, {}).get(column, mean_std([]))
   return table

@@ -267,8 +267,9 @@ def experiment(out_dir: str,
     mixing: regime `mixture`'s rates: "equal" (original and synthetic
       drawn 1:1), "union" (in proportion to their sizes: one shuffled
       union, as primitive augmentation and AugZero train), or "method"
-      (each method's own `mixing`: union for primaug and augzero, equal
-      for the others). Selected subsets always mix as equal.
+      (each method's own `mixing`: union for primaug, augzero and
+      pcfg_bt, equal for the others). Selected subsets always mix as
+      equal.
     bundle: a directory: the cells are not trained here but exported
       there (token arrays and specs) for `csl-jax run-bundle` on a machine
       with an accelerator and JAX alone; rerun once the bundle is back to

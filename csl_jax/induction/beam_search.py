@@ -40,5 +40,5 @@ def propose(state, chunks: Sequence[Sequence[int]], runner: str,
   for line in out:
     i, scored = json.loads(line)
     rules = parse_rules("\n".join(r for r, _ in scored)) if scored else []
-    found.append((i, [(r, c) for r, (_, c) in zip(rules, scored)]))
+    found.append((i, [(r, c) for r, (_, c) in zip(rules, scored, strict=True)]))
   return found

@@ -66,8 +66,8 @@ class Encoder:
                  list(map(tgt.__getitem__, rule.target)))
       except KeyError:  # new tokens: ids in the order rule_symbols gives
         found = rule_symbols(rule, self.vocab)
-        src.update(zip(rule.source, found[0]))
-        tgt.update(zip(rule.target, found[1]))
+        src.update(zip(rule.source, found[0], strict=True))
+        tgt.update(zip(rule.target, found[1], strict=True))
       self._symbols[rule] = found
     return found
 

@@ -149,7 +149,7 @@ class Ibm1Model:
     lo, hi = np.searchsorted(self.keys, [e * v, (e + 1) * v])
     words = {i: w for w, i in self.tgt_vocab.items()}
     return {words[int(k % v)]: float(p) for k, p in
-            zip(self.keys[lo:hi], self.table[lo:hi]) if p > 0}
+            zip(self.keys[lo:hi], self.table[lo:hi], strict=True) if p > 0}
 
 
 def _unique(ids: np.ndarray, size: int) -> Tuple[np.ndarray, np.ndarray]:

@@ -17,7 +17,8 @@ def roots_alive(forests, dead) -> List[bool]:
         memo[v] = False  # forests are acyclic; guards only
         memo[v] = any(
             not dead[r] and all(alive(c) for c in cs if c >= 0)
-            for r, p, cs in zip(f.edge_rule, f.edge_parent, f.edge_children)
+            for r, p, cs in zip(f.edge_rule, f.edge_parent, f.edge_children,
+                                strict=True)
             if p == v)
       return memo[v]
 

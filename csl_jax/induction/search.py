@@ -226,7 +226,7 @@ class Inducer:
     (forked workers and the parent; the workers' costs are copied back into
     the parent's cache)."""
     workers = self.config.num_workers or os.cpu_count() or 1
-    partners = dict(zip(todo, index.subsets(todo)))
+    partners = dict(zip(todo, index.subsets(todo), strict=True))
     unifier = GrammarUnifier(grammar, self._rule_codes)
     big = len(todo) >= self.config.min_rules_per_worker * 2
     if self.config.runner and big:  # small steps: a pipeline's start-up
@@ -246,8 +246,8 @@ class Inducer:
       finally:
         _FORK_STATE = None
       found = [x for part, _ in results for x in part]
-      for (_, rules), (_, costs) in zip(tasks, results):
-        for r, c in zip(rules, costs):
+      for (_, rules), (_, costs) in zip(tasks, results, strict=True):
+        for r, c in zip(rules, costs, strict=True):
           self.objective.prime(r, c)
     else:
       found = [(i, self._proposals_of(unifier, i, partners[i], present))
@@ -321,13 +321,13 @@ class Inducer:
           [grammar[j] for j in candidates])
       by_rule: Dict[int, List[int]] = {
           j: [len(grammar) + a for a in found]
-          for j, found in zip(candidates, within) if found}
+          for j, found in zip(candidates, within, strict=True) if found}
       targets = sorted(by_rule)
       answers = wide.rules_derivable_each(
           [grammar[j] for j in targets], [by_rule[j] for j in targets],
           exclude=targets)
       # Rules j in ascending order, so each removal list is ascending.
-      for j, ok in zip(targets, answers):
+      for j, ok in zip(targets, answers, strict=True):
         yes = np.asarray(by_rule[j])[ok].tolist()
         for extra in yes:
           removals.setdefault(extra, []).append(j)
@@ -372,10 +372,10 @@ class Inducer:
     while plain:
       checker.enable(plain, False)
       ok = checker.rules_derivable(plain)
-      checker.enable([r for r, good in zip(plain, ok) if not good])
+      checker.enable([r for r, good in zip(plain, ok, strict=True) if not good])
       if ok.all():
         break
-      plain = [r for r, good in zip(plain, ok) if good]
+      plain = [r for r, good in zip(plain, ok, strict=True) if good]
     current.difference_update(plain)
     num_removed += len(plain)
     for _, (delta, add, remove) in ordered:
@@ -429,7 +429,8 @@ class Inducer:
     checker = RuleChecker(grammar, self.config.max_nts, self._encoder)
     checker.enable(grammar)
     derived = checker.rules_derivable(new)
-    return sorted(set(grammar) | {r for r, d in zip(new, derived) if not d},
+    return sorted(set(grammar) |
+                  {r for r, d in zip(new, derived, strict=True) if not d},
                   key=_key)
 
   def fingerprint(self) -> Optional[str]:

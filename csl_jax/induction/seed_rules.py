@@ -93,7 +93,7 @@ def ibm1_link_stats(examples: Sequence[Example], num_iterations: int = 10,
   vocab = {t for src, tgt in pairs for t in (*src, *tgt)}
   words = {t for t in vocab if word(t)}
   links, source_examples = collections.Counter(), collections.Counter()
-  for (src, tgt), alignment in zip(pairs, alignments):
+  for (src, tgt), alignment in zip(pairs, alignments, strict=True):
     source_examples.update(set(src))
     links.update({(src[i], tgt[j]) for j, i in enumerate(alignment)
                   if i is not None and src[i] in words and tgt[j] in words})

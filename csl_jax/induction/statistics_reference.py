@@ -12,4 +12,5 @@ def pair_counts(pairs: Sequence[Tuple[Sequence[str], Sequence[str]]],
   """(#inputs containing alpha, #outputs containing beta, #both)."""
   in_x = [occurs(alpha, x) for x, _ in pairs]
   in_y = [occurs(beta, y) for _, y in pairs]
-  return sum(in_x), sum(in_y), sum(a and b for a, b in zip(in_x, in_y))
+  return sum(in_x), sum(in_y), sum(a and b for a, b in zip(in_x, in_y,
+                                                           strict=True))

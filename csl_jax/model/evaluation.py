@@ -75,12 +75,14 @@ def _prediction_column_first(csl: Sequence[Prediction],
   are not of the same examples (the first line that differs)."""
   if all(q.target is None for q in other):
     return list(other)  # input, prediction
-  if all(matches(p.target, q.target) for p, q in zip(csl, other)):
+  if all(matches(p.target, q.target) for p, q in zip(csl, other, strict=True)):
     return list(other)
-  if all(matches(p.target, q.prediction) for p, q in zip(csl, other)):
+  if all(matches(p.target, q.prediction)
+         for p, q in zip(csl, other, strict=True)):
     return [q._replace(prediction=q.target, target=q.prediction)
             for q in other]
-  line = next(i for i, (p, q) in enumerate(zip(csl, other), start=1)
+  line = next(i for i, (p, q) in enumerate(zip(csl, other, strict=True),
+                                           start=1)
               if not matches(p.target, q.target))
   raise InputError(f"the other system's target {other[line - 1].target!r} "
                    f"is not {csl[line - 1].target!r}, nor is its second "
@@ -108,19 +110,22 @@ def breakdown(csl: Sequence[Prediction],
     if len(other) != len(csl):
       raise InputError(f"the other system has {len(other)} predictions, "
                        f"these {len(csl)}: not the same inputs")
-    for line, (p, q) in enumerate(zip(csl, other), start=1):
+    for line, (p, q) in enumerate(zip(csl, other, strict=True), start=1):
       if p.input != q.input:  # the first line where they part
         raise InputError(f"the other system's input {q.input!r} is not "
                          f"{p.input!r} (the same inputs, in the same order)",
                          None, line)
     other = _prediction_column_first(csl, other)
-    with_target = [q._replace(target=p.target) for p, q in zip(csl, other)]
+    with_target = [q._replace(target=p.target)
+                   for p, q in zip(csl, other, strict=True)]
     out["other_accuracy"] = _accuracy(with_target)
     out["other_accuracy_on_covered"] = _accuracy(
-        q for p, q in zip(csl, with_target) if p.prediction is not None)
+        q for p, q in zip(csl, with_target, strict=True)
+        if p.prediction is not None)
     out["other_accuracy_on_not_covered"] = _accuracy(
-        q for p, q in zip(csl, with_target) if p.prediction is None)
+        q for p, q in zip(csl, with_target, strict=True)
+        if p.prediction is None)
     out["ensemble_accuracy"] = _accuracy(
         p if p.prediction is not None else q
-        for p, q in zip(csl, with_target))
+        for p, q in zip(csl, with_target, strict=True))
   return out

@@ -111,7 +111,8 @@ class Layout:
     """Per level (edges, nodes, slots) padded sizes, and the roots' size."""
     levels = tuple((_bucket(len(e)), _bucket(len(n) + 1),
                     _slot_bucket(len(s[0])))
-                   for n, e, s in zip(self.nodes, self.edges, self.slots))
+                   for n, e, s in zip(self.nodes, self.edges, self.slots,
+                                      strict=True))
     return levels, _bucket(len(self.roots))
 
   def pad(self, weights: Sequence[float], shape=None) -> PaddedForests:

@@ -23,7 +23,7 @@ def log_likelihood(rule_logits, context_logits, ctx_index, forest) -> float:
     if v not in memo:
       total = np.zeros(num_states)
       for r, p, cs in zip(forest.edge_rule, forest.edge_parent,
-                          forest.edge_children):
+                          forest.edge_children, strict=True):
         if p != v:
           continue
         prod = p_rule[:, r].copy()

@@ -23,7 +23,7 @@ def unrolled_forest(source: forest_lib.SourceForest, unary_rules,
   by_span = [[] for _ in range(num_spans)]
   unary_by_span = [[] for _ in range(num_spans)]
   for r, p, cs in zip(source.edge_rule, source.edge_parent,
-                      source.edge_children):
+                      source.edge_children, strict=True):
     (unary_by_span if r in unary_rules else by_span)[p].append((r, cs))
   depth = max_unary if any(unary_by_span) else 0
   # Node (span, k) has id span * (depth + 1) + k; spans are shortest first,

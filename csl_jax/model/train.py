@@ -180,7 +180,8 @@ class Dataset:
     layouts = [Layout(self.forests, c, self.ctx_index) for c in chunks]
     shape = common_shape([l.shape() for l in layouts])
     self.batches: List[PaddedForests] = [
-        l.pad(self.counts[c], shape) for l, c in zip(layouts, chunks)]
+        l.pad(self.counts[c], shape)
+        for l, c in zip(layouts, chunks, strict=True)]
     # From the batches' own edges (padding edges carry rule 0, in no
     # derivation: they would put it in every batch's normalizer).
     self.rule_masks = [np.bincount(l.edge_rule, minlength=len(rules)) > 0
@@ -224,7 +225,7 @@ def fingerprint(rules: Sequence[Rule], data: Dataset, max_nts: int,
               if k not in _BOOKKEEPING_FIELDS}
   key = {"rules": [format_rule(r) for r in rules],
          "pairs": [[" ".join(x), " ".join(y), int(c)]
-                   for (x, y), c in zip(data.pairs, data.counts)],
+                   for (x, y), c in zip(data.pairs, data.counts, strict=True)],
          "max_nts": max_nts, "config": settings}
   return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
 

@@ -28,7 +28,7 @@ def loss(params, forests: Sequence, weights: Sequence[float], ctx_index,
       if not keep:
         rule_logits[:, r] = -math.inf  # softmax: exp(-inf) = 0
   total, weight = 0.0, 0.0
-  for forest, w in zip(forests, weights):
+  for forest, w in zip(forests, weights, strict=True):
     weight += float(w)
     if w:  # a weight-0 example adds nothing, even if underivable
       total += float(w) * inside_reference.log_likelihood(

@@ -56,7 +56,7 @@ def expected_counts(cfg, tokens: Sequence[str], weights=None
   tree_weights = [float(np.prod([weights[i] for i in tree])) for tree in trees]
   z = sum(tree_weights)
   counts = np.zeros(len(cfg.productions))
-  for tree, w in zip(trees, tree_weights):
+  for tree, w in zip(trees, tree_weights, strict=True):
     for index in tree:
       counts[index] += w / z
   return z, counts

@@ -39,10 +39,10 @@ class PCFG:
 
 def _normalize(cfg, weights: np.ndarray) -> np.ndarray:
   totals = collections.defaultdict(float)
-  for p, w in zip(cfg.productions, weights):
+  for p, w in zip(cfg.productions, weights, strict=True):
     totals[p.lhs] += w
   return np.asarray([w / totals[p.lhs] if totals[p.lhs] else 0.0
-                     for p, w in zip(cfg.productions, weights)])
+                     for p, w in zip(cfg.productions, weights, strict=True)])
 
 
 def uniform(cfg, tokens: Optional[Collection[str]] = None) -> PCFG:
@@ -66,7 +66,7 @@ def uniform(cfg, tokens: Optional[Collection[str]] = None) -> PCFG:
   grew = True
   while grew:  # least fixed point: categories deriving a string of tokens
     grew = False
-    for p, ok in zip(cfg.productions, known):
+    for p, ok in zip(cfg.productions, known, strict=True):
       if ok and p.lhs not in productive and all(
           s.terminal or s.name in productive for s in p.rhs):
         productive.add(p.lhs)
@@ -76,7 +76,7 @@ def uniform(cfg, tokens: Optional[Collection[str]] = None) -> PCFG:
                      f"{cfg.start!r} uses only the given tokens")
   weights = np.asarray([
       float(ok and all(s.terminal or s.name in productive for s in p.rhs))
-      for p, ok in zip(cfg.productions, known)])
+      for p, ok in zip(cfg.productions, known, strict=True)])
   return PCFG(cfg, _normalize(cfg, weights), "uniform")
 
 
@@ -113,7 +113,7 @@ def _reachable(pcfg: PCFG) -> List[str]:
   """The categories a derivation from the start can reach (through
   productions of positive probability), the start first."""
   children = collections.defaultdict(set)
-  for p, w in zip(pcfg.cfg.productions, pcfg.probs):
+  for p, w in zip(pcfg.cfg.productions, pcfg.probs, strict=True):
     if w > 0:
       children[p.lhs].update(s.name for s in p.rhs if not s.terminal)
   order, todo = [pcfg.cfg.start], [pcfg.cfg.start]
@@ -133,7 +133,7 @@ def criticality(pcfg: PCFG) -> float:
   reaches; < 1: finite expected size."""
   index = {c: k for k, c in enumerate(_reachable(pcfg))}
   m = np.zeros((len(index), len(index)))
-  for p, w in zip(pcfg.cfg.productions, pcfg.probs):
+  for p, w in zip(pcfg.cfg.productions, pcfg.probs, strict=True):
     if w == 0 or p.lhs not in index:
       continue
     for s in p.rhs:
@@ -169,7 +169,7 @@ class _Sampler:
   def __init__(self, pcfg: PCFG, max_depth: Optional[int]):
     self.max_depth = max_depth
     self.options = collections.defaultdict(list)
-    for p, w in zip(pcfg.cfg.productions, pcfg.probs):
+    for p, w in zip(pcfg.cfg.productions, pcfg.probs, strict=True):
       if w > 0:
         self.options[p.lhs].append((p.rhs, w))
     self.cumulative = {c: np.cumsum([w for _, w in o])
@@ -207,7 +207,8 @@ def sample_unique(pcfg: PCFG, num: int, seed: int = 0,
   "max_attempts", or, for a run of draws that gave nothing new, what most
   of them were, "duplicates" or "rejections" (over max_depth)."""
   if pcfg.cfg.start not in {p.lhs for p, w in zip(pcfg.cfg.productions,
-                                                   pcfg.probs) if w > 0}:
+                                                   pcfg.probs, strict=True)
+                            if w > 0}:
     raise InputError(f"PCFG {pcfg.name!r}: the start category has no "
                      "production of positive probability")
   if seed < 0:

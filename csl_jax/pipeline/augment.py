@@ -140,22 +140,33 @@ TEMPLATE_PLOT = "template_frequency.png"
 RANDOM_REPEATS = 10  # uniform draws averaged into each random baseline
 
 
-def diversity_settings(selectors: Sequence[str]) -> Tuple[str, str]:
-  """(abstraction, weighting) the report measures with: the selectors'
-  own where they agree (a bound `UAT.abstraction`), else the defaults."""
-  choosers = [selection.get(n) for n in selectors]
-  found = []
+def diversity_settings(selectors: Sequence[str]
+                       ) -> Tuple[str, str, Dict[str, Dict[str, str]]]:
+  """(abstraction, weighting, differ) the report measures with: the
+  selectors' own where every selector that has the setting agrees (a bound
+  `UAT.abstraction` alone, say), else the default; `differ` names each
+  selector whose own setting is not the one measured with, so figures made
+  under another setting than the selection's are said."""
+  choosers = {n: selection.get(n) for n in selectors}
+  found, differ = [], {}
   for attr, default in (("abstraction", "auto"), ("weighting", "keysers")):
-    values = {getattr(c, attr) for c in choosers if hasattr(c, attr)}
-    values.discard(default)
-    found.append(values.pop() if len(values) == 1 else default)
-  return found[0], found[1]
+    own = {n: getattr(c, attr) for n, c in choosers.items()
+           if hasattr(c, attr)}
+    values = set(own.values())
+    value = next(iter(values)) if len(values) == 1 else default
+    found.append(value)
+    for n, v in sorted(own.items()):
+      if v != value:
+        differ.setdefault(n, {})[attr] = v
+  return found[0], found[1], differ
 
 
 def diversity_stage(selections: Sequence[Tuple[str, str]], candidates: str,
                     seed: int, copies: bool = False,
                     abstraction: str = "auto",
-                    weighting: str = "keysers") -> method_base.Stage:
+                    weighting: str = "keysers",
+                    differ: Optional[Dict[str, Dict[str, str]]] = None
+                    ) -> method_base.Stage:
   """The report's figures of a method's selections ((stage name,
   synthetic.tsv) pairs): templates covered, H(A), H(C), each against the
   mean of `RANDOM_REPEATS` uniform draws of the same size from the pool,
@@ -178,6 +189,8 @@ def diversity_stage(selections: Sequence[Tuple[str, str]], candidates: str,
                for name, exs in chosen.items()}
     out = {"abstraction": abstraction, "weighting": weighting,
            "random_repeats": RANDOM_REPEATS, "pool_size": len(pool)}
+    if differ:  # selectors that chose under another setting
+      out["selectors_differ"] = differ
     try:
       feats = diversity.featurize(originals(pool) if copies else pool,
                                   abstraction, weighting)
@@ -195,7 +208,7 @@ def diversity_stage(selections: Sequence[Tuple[str, str]], candidates: str,
                                  random_repeats=RANDOM_REPEATS)
     whole = diversity.diversity(feats, np.arange(len(pool)))
     figures = [dict(whole, selection="pool (all candidates)")]
-    for row, rand in zip(rows[::2], rows[1::2]):
+    for row, rand in zip(rows[::2], rows[1::2], strict=True):
       name = row.pop("selector")
       rand.pop("selector")
       figures.append(dict(row, selection=name, random=rand))
@@ -206,6 +219,7 @@ def diversity_stage(selections: Sequence[Tuple[str, str]], candidates: str,
 
   config = {"selections": [name for name, _ in selections], "seed": seed,
             "abstraction": abstraction, "weighting": weighting,
+            **({"selectors_differ": differ} if differ else {}),
             "random_repeats": RANDOM_REPEATS,
             "compounds": templates.COMPOUNDS_VERSION,
             "abstractions": templates.ABSTRACTIONS_VERSION}

@@ -134,7 +134,7 @@ def _data_section(run_dir: str, methods: Sequence[str]) -> Dict[str, Any]:
   train = tsv.read_tsv(files[0])
   # A method may make nothing (GECA with one wug on SCAN length): 0 pairs.
   synthetic = {m: tsv.read_tsv(f, allow_empty=True)
-               for m, f in zip(methods, files[1:])}
+               for m, f in zip(methods, files[1:], strict=True)}
   sizes: List[List[str]] = [
       ["pairs", f"{len(train):,}"] +
       [f"{len(synthetic[m]):,}" for m in methods],
@@ -281,6 +281,11 @@ def _selections(run_dir: str, methods: Sequence[str],
           f"{m}: {s['abstraction']} templates, {s['weighting']} compound "
           f"weights; random: the mean of {s['random_repeats']} uniform "
           "draws of the same size from the same pool")
+      if s.get("selectors_differ"):  # the selectors disagree: defaults used
+        notes.append(f"{m}: measured with the defaults, while " + "; ".join(
+            f"{sel} selected with " + ", ".join(
+                f"{k} {v}" for k, v in sorted(d.items()))
+            for sel, d in sorted(s["selectors_differ"].items())))
       for d in s["diversity"]:
         rand = d.get("random")
         rows.append(

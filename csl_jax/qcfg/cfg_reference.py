@@ -64,7 +64,7 @@ def derivable_categories(
   groups = sorted(set(group_of.values()))
   result = set()
   for choice in itertools.product(allowed, repeat=len(groups)):
-    category_of = dict(zip(groups, choice))
+    category_of = dict(zip(groups, choice, strict=True))
     form = [("c", category_of[group_of[i]]) if is_slot[i] else ("t", tokens[i])
             for i in range(n)]
     result |= _span_categories(cfg.productions, form)

@@ -27,7 +27,7 @@ def occurs(pattern: Sequence[str], tokens: Sequence[str]) -> bool:
       # Choose a length for each NT; the window must be spelled exactly.
       for lengths in itertools.product(range(1, len(window) + 1),
                                        repeat=len(nts)):
-        size = dict(zip(nts, lengths))
+        size = dict(zip(nts, lengths, strict=True))
         out, binding, i, ok = [], {}, 0, True
         for p in pattern:
           k = nt_index(p)

@@ -231,7 +231,8 @@ class OutputCFG:
       slot_ids: Optional[Sequence[int]] = None) -> FrozenSet[str]:
     """The categories that derive tokens for some choice of slot categories."""
     top = self._search(tokens, is_slot, slot_categories, slot_ids, None)
-    return frozenset(c for c, ok in zip(self.categories, top) if ok)
+    return frozenset(c for c, ok in zip(self.categories, top, strict=True)
+                     if ok)
 
   def _encode(self, tokens, is_slot, slot_categories, slot_ids
               ) -> Tuple[np.ndarray, np.ndarray, Dict[int, List[int]]]:
@@ -257,7 +258,8 @@ class OutputCFG:
       masks[0] = self._category_mask(list(slot_categories))
     codes = np.empty(n, np.int64)
     groups: Dict[int, List[int]] = {}
-    for i, (token, slot, sid) in enumerate(zip(tokens, is_slot, slot_ids)):
+    for i, (token, slot, sid) in enumerate(zip(tokens, is_slot, slot_ids,
+                                               strict=True)):
       if slot:
         codes[i] = cfg_kernel.slot_code(0)
         if sid >= 0:
@@ -312,7 +314,7 @@ class OutputCFG:
     if len(repeated) == 1:
       return result
     for choice in itertools.product(*options):
-      result = result | run(list(zip(repeated, choice)))
+      result = result | run(list(zip(repeated, choice, strict=True)))
       if goal is not None and (result & goal).any():
         break
     return result
@@ -477,7 +479,7 @@ def check_training_outputs(cfg: "OutputCFG", cfg_path: str, setting: str,
   never produce those outputs."""
   verdict: Dict[Tuple[str, ...], bool] = {}
   rejected = []
-  for y, line in zip(outputs, lines):
+  for y, line in zip(outputs, lines, strict=True):
     y = tuple(y)
     if y not in verdict:
       verdict[y] = cfg.recognizes(y)

@@ -120,7 +120,7 @@ def _undominated(tuples: List[Tuple[str, ...]],
   sampler would drop again, `annotations`). Of tuples that cover each
   other (a unit cycle), the first is kept."""
   def covers(big, small):
-    return all(s in closure[b] for b, s in zip(big, small))
+    return all(s in closure[b] for b, s in zip(big, small, strict=True))
   return [t for k, t in enumerate(tuples)
           if not any(u != t and covers(u, t) and (not covers(t, u) or j < k)
                      for j, u in enumerate(tuples))]

@@ -32,7 +32,7 @@ def _add(atoms, comps, row, num_atoms):
 
 def _rows(ptr, ids, vals):
   return [list(zip(ids[ptr[e]:ptr[e + 1]].tolist(),
-                   vals[ptr[e]:ptr[e + 1]].tolist()))
+                   vals[ptr[e]:ptr[e + 1]].tolist(), strict=True))
           for e in range(len(ptr) - 1)]
 
 

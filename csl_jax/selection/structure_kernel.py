@@ -439,7 +439,7 @@ def structure(keys: Sequence[str], abst, query_count: np.ndarray,
   run_at, run_tok, run_prev = runs(tok, kind, qptr)
   # Label chains of the distinct runs, label and class ids, in Python.
   run_text: List[str] = []
-  for t, p in zip(run_tok.tolist(), run_prev.tolist()):
+  for t, p in zip(run_tok.tolist(), run_prev.tolist(), strict=True):
     run_text.append(words[t] if p < 0 else f"{run_text[p]} {words[t]}")
   label_ids = {}
   chain_lab = []
@@ -467,7 +467,7 @@ def structure(keys: Sequence[str], abst, query_count: np.ndarray,
   from csl_jax.selection import diversity  # pylint: disable=g-import-not-at-top
   tl = _lists(*tltab)
   tnames: List[str] = []
-  for c, l in zip(ttab[0].tolist(), ttab[1].tolist()):
+  for c, l in zip(ttab[0].tolist(), ttab[1].tolist(), strict=True):
     name = classes[c]
     tnames.append(name if l < 0 else
                   f"{name}({','.join(tnames[t] for t in tl[l])})")
@@ -493,9 +493,9 @@ def structure(keys: Sequence[str], abst, query_count: np.ndarray,
       return labels[t >> 1] + ("$" if t & 1 else "")
     return sig_names[t - 2 * num_labels]
   sig_names = [f"{labels[a]}({','.join(map(term, terms[b]))})"
-               for a, b in zip(stab[0].tolist(), stab[1].tolist())]
+               for a, b in zip(stab[0].tolist(), stab[1].tolist(), strict=True)]
   cnames = []
-  for a, b in zip(ctab[0].tolist(), ctab[1].tolist()):
+  for a, b in zip(ctab[0].tolist(), ctab[1].tolist(), strict=True):
     kind_, label = divmod(a, num_labels)
     if kind_ == PAIR:
       cnames.append(f"{labels[label]}>{labels[b]}")

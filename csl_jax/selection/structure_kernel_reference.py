@@ -32,7 +32,7 @@ def keysers_rows(occurrences, query_count) -> List[Dict[int, float]]:
   """Per query {compound: w(G, R)}, P(G'|G) counted over the whole pool."""
   occ_total: Dict[int, float] = collections.defaultdict(float)
   inside: Dict[tuple, float] = collections.defaultdict(float)
-  for occ, mult in zip(occurrences, query_count):
+  for occ, mult in zip(occurrences, query_count, strict=True):
     for c, sups in occ:
       occ_total[c] += mult
       for s in set(sups):  # g counts once per super-compound type G'

@@ -163,8 +163,9 @@ def _short(tree: Tree) -> str:
 # this module implements; part of every selector's stage key that reads
 # them (UAT, CMaxEnt, the hybrid), so a cached selection made under other
 # definitions is made again. Bump it with any change to what an abstraction
-# returns. 1: SCAN*'s `p<N>` verbs, SMCalFlow's numbers, `detect`.
-ABSTRACTIONS_VERSION = 1
+# returns. 1: SCAN*'s `p<N>` verbs, SMCalFlow's numbers, `detect`. 2:
+# SMCalFlow's numbers beside a bracket.
+ABSTRACTIONS_VERSION = 2
 
 # Which definition `compounds` implements; part of CMaxEnt's stage key, so a
 # cached selection made with another one is made again. 2: a node with one
@@ -247,8 +248,9 @@ FUNQL_CLASSES = dict(_FUNQL_CLASSES)
 
 _GEO_ENTITY = re.compile(r"(?<!\S)(?:m\d+|\d+)(?!\S)")
 _COGS_NAME = re.compile(r"(?<!\S)[A-Z][a-z]+(?!\S)")
-# Lispress numbers may carry a long suffix (`7L`, SMCalFlow-CS's files).
-_SEXPR_ENTITY = re.compile(r'"[^"]*"|(?<![\S"])-?\d+(?:\.\d+)?L?(?![\S"])')
+# Lispress numbers may carry a long suffix (`7L`, SMCalFlow-CS's files),
+# and touch a bracket there: `(nextDayOfMonth (Today) 7L)`.
+_SEXPR_ENTITY = re.compile(r'"[^"]*"|(?<![^\s(])-?\d+(?:\.\d+)?L?(?![^\s)])')
 
 
 @dataclasses.dataclass(frozen=True)

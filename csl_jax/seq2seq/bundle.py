@@ -177,7 +177,7 @@ def _tokenized(task_name: str, pairs: Tuple[List[str], List[str]],
   import seqio  # pylint: disable=g-import-not-at-top
   features = seqio.get_mixture_or_task(task_name).output_features
   out = {}
-  for name, text in zip(arrays.FIELDS, pairs):
+  for name, text in zip(arrays.FIELDS, pairs, strict=True):
     feature, length = features[name], lengths[name]
     vocab = feature.vocabulary
     if isinstance(vocab, seqio.SentencePieceVocabulary):

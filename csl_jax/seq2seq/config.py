@@ -12,6 +12,7 @@ import gin
 
 from csl_jax import configs
 from csl_jax.errors import InputError
+from csl_jax.seq2seq import curriculum
 
 
 @gin.configurable(module="seq2seq")
@@ -83,7 +84,8 @@ class TrainConfig:
   # Repetition curriculum (csl_jax/seq2seq/curriculum.py): "none",
   # "example" or "primitive"; the available fraction of the training
   # examples grows from `curriculum_start` to all at `curriculum_end` of
-  # the steps.
+  # the steps. "uniform": the curricula's sampler with every example
+  # available, the control to compare them with.
   curriculum: str = "none"
   curriculum_start: float = 0.2
   curriculum_end: float = 0.8
@@ -114,7 +116,7 @@ class TrainConfig:
                          f"{getattr(self, name)}; must not be negative")
 
 
-CURRICULA = ("none", "example", "primitive")
+CURRICULA = curriculum.KINDS
 # Not part of what a run is: they do not change the parameters.
 BOOKKEEPING_FIELDS = ("log_every", "checkpoint_every", "eval_split",
                       "track_train_every")
@@ -126,9 +128,11 @@ def train_key(config: TrainConfig) -> dict:
   runs from before it keep their keys."""
   key = {k: v for k, v in dataclasses.asdict(config).items()
          if k not in BOOKKEEPING_FIELDS}
-  if config.curriculum == "none":
-    for name in ("curriculum", "curriculum_start", "curriculum_end"):
+  if config.curriculum in ("none", "uniform"):  # no schedule to key
+    for name in ("curriculum_start", "curriculum_end"):
       del key[name]
+  if config.curriculum == "none":
+    del key["curriculum"]
   return key
 
 

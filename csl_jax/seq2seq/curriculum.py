@@ -13,6 +13,10 @@ rank in [0, 1); it is available while its rank is below the fraction.
   names) in a seeded random order; an example's rank is that of its first
   primitive, so whole clusters of examples arrive together. Examples with
   no primitive are always available.
+* uniform: every example is available at every step: the control of a
+  comparison of curricula. It draws its batches as the curricula do, so
+  only the schedule differs between the rows ("none" reads the shuffled
+  SeqIO stream, batched by target length: another sampler).
 
 A step's batch is drawn from the available examples by a generator seeded
 with (seed, step): the same at any resume, without replaying the steps
@@ -23,7 +27,7 @@ from typing import Sequence, Tuple
 
 import numpy as np
 
-KINDS = ("none", "example", "primitive")
+KINDS = ("none", "uniform", "example", "primitive")
 
 
 def available_fraction(step: int, num_steps: int, start: float = 0.2,
@@ -54,7 +58,27 @@ def ranks(kind: str, pairs: Sequence[Tuple[str, str]],
     return example_ranks(len(pairs), seed)
   if kind == "primitive":
     return primitive_ranks(pairs, seed)
+  if kind == "uniform":  # below any available fraction (> 0)
+    return np.full(len(pairs), -1.0)
   raise ValueError(f"curriculum {kind!r}: one of {', '.join(KINDS[1:])}")
+
+
+def pool_curve(rank: np.ndarray, num_steps: int, start: float = 0.2,
+               end: float = 0.8) -> dict:
+  """How the available pool grows: its share of the examples at step 0 and
+  at each quarter of the steps, and the first step from which every
+  example is available. A few primitives that cover most examples make a
+  curriculum that is hardly one; this says so per run."""
+  fractions = np.array([available_fraction(s, num_steps, start, end)
+                        for s in range(num_steps)])
+  below = np.searchsorted(np.sort(rank), fractions, side="left")
+  share = below / len(rank) if len(rank) else np.ones(num_steps)
+  full = np.flatnonzero(share >= 1.0)
+  return {"num_examples": int(len(rank)),
+          "share_at_step": {str(s): round(float(share[s]), 4) for s in
+                            sorted({0, num_steps // 4, num_steps // 2,
+                                    3 * num_steps // 4})},
+          "all_available_from_step": int(full[0]) if len(full) else None}
 
 
 def batch_indices(rank: np.ndarray, step: int, num_steps: int,

@@ -353,7 +353,7 @@ def score_predictions(task_name: str, examples: Sequence[Dict[str, Any]],
   task = seqio.get_mixture_or_task(task_name)
   vocab = task.output_features["targets"].vocabulary
   rows, targets, predictions = [], [], []
-  for ex, ids in zip(examples, predicted):
+  for ex, ids in zip(examples, predicted, strict=True):
     prediction = task.postprocess_fn(vocab.decode(list(ids)), example=ex,
                                      is_target=False)
     target = task.postprocess_fn(ex["targets_pretokenized"], example=ex,

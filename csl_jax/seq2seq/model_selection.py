@@ -80,7 +80,7 @@ def exact_match(predicted: Sequence[Sequence[int]],
   if not targets:
     return 0.0
   right = sum(list(map(int, p)) == list(map(int, t))
-              for p, t in zip(predicted, targets))
+              for p, t in zip(predicted, targets, strict=True))
   return 100.0 * right / len(targets)
 
 

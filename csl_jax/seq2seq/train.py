@@ -47,6 +47,7 @@ from csl_jax.summaries import TensorBoardWriter
 CONFIG_FILE = "config.json"
 DATA_STATE_DIR = "data_state"  # the data position at each checkpoint
 LOSS_RECORD_DIR = "loss_record"  # the run's losses and rate at each one
+CURRICULUM_FILE = "curriculum.json"  # how a curriculum's pool grew
 # Steps dispatched ahead of the device at most. Enough to keep an
 # accelerator busy; few enough that a stop request (SIGTERM), which must
 # wait for every dispatched step before its checkpoint, is honoured within
@@ -481,19 +482,24 @@ def _track_train(out_dir, model, params, task, feature_lengths, step):
   os.replace(tmp, path)
 
 
-def _curriculum_batches(task, feature_lengths, config: TrainConfig,
+def _curriculum_batches(out_dir, task, feature_lengths, config: TrainConfig,
                         start: int):
   """Batches of a repetition curriculum (`curriculum.py`) from step
-  `start`: each step's examples depend on (seed, step) alone."""
+  `start`: each step's examples depend on (seed, step) alone. The pool's
+  growth goes to OUT/curriculum.json."""
   features, texts = input_pipeline.materialize(task, "train",
                                                feature_lengths)
   rank = curriculum_lib.ranks(config.curriculum, texts, config.seed)
-  first = float(np.mean(rank < curriculum_lib.available_fraction(
-      0, config.num_steps, config.curriculum_start, config.curriculum_end)))
+  curve = {"curriculum": config.curriculum, **curriculum_lib.pool_curve(
+      rank, config.num_steps, config.curriculum_start,
+      config.curriculum_end)}
+  atomic_write_json(os.path.join(out_dir, CURRICULUM_FILE), curve)
+  first = curve["share_at_step"]["0"]
   logging.info("curriculum %s: %.1f%% of the %d examples available at step 0 "
-               "(schedule: %.0f%%)", config.curriculum, 100 * first,
-               len(rank), 100 * config.curriculum_start)
-  if first > 2 * config.curriculum_start:  # e.g. one primitive in most
+               "(schedule: %.0f%%), all from step %s", config.curriculum,
+               100 * first, len(rank), 100 * config.curriculum_start,
+               curve["all_available_from_step"])
+  if config.curriculum != "uniform" and first > 2 * config.curriculum_start:
     logging.warning("curriculum %s starts with %.1f%% of the examples, not "
                     "%.0f%%: a few primitives cover most of them, so this "
                     "is hardly a curriculum", config.curriculum, 100 * first,
@@ -552,7 +558,8 @@ def train(out_dir: str, task: str,
 
   def batches(start):
     if config.curriculum != "none":
-      return _curriculum_batches(task, feature_lengths, config, start)
+      return _curriculum_batches(out_dir, task, feature_lengths, config,
+                                 start)
     # A resumed run continues the data order where its checkpoint was.
     return input_pipeline.ResumableBatches(
         lambda: input_pipeline.get_dataset(
@@ -752,7 +759,9 @@ def fit(out_dir: str, model_config, config: TrainConfig,
         throughput = rate_since(logged_at)
         if throughput is not None:
           scalars["examples_per_second"] = throughput
-        if config.curriculum != "none":
+        if config.curriculum == "uniform":
+          scalars["curriculum_available"] = 1.0
+        elif config.curriculum != "none":
           scalars["curriculum_available"] = (
               curriculum_lib.available_fraction(
                   step, config.num_steps, config.curriculum_start,

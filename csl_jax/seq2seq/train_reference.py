@@ -17,7 +17,7 @@ def loss_fn(logits, targets, weights) -> Tuple[float, float]:
   targets = np.asarray(targets).reshape(-1).tolist()
   weights = np.asarray(weights, np.float64).reshape(-1).tolist()
   total_loss = total_correct = total_weight = 0.0
-  for row, y, w in zip(rows, targets, weights):
+  for row, y, w in zip(rows, targets, weights, strict=True):
     top = max(row)
     log_z = top + math.log(sum(math.exp(v - top) for v in row))
     total_loss += w * (log_z - row[y])

@@ -147,7 +147,7 @@ def mixed_copies(pairs: Sequence[Pair], rules, config: AugZeroConfig,
     stats["not_derived"] = sum(not f.derivable for f in forests)
   for i in range(2, config.k + 1):
     rng = random.Random(f"augzero mix {config.seed} {i}")
-    for (x, y), f in zip(pairs, forests):
+    for (x, y), f in zip(pairs, forests, strict=True):
       if not f.derivable:
         yield (" ".join(token_copies.copy_token(t, i) for t in x.split()),
                " ".join(token_copies.copy_token(t, i) for t in y.split()))

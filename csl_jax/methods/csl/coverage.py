@@ -48,7 +48,8 @@ def coverage(out_dir: str, grammar: str, data: str,
       parsed[i] = forest.parse_source(encoded, ex.input,
                                       max_source_len).parses
   tsv.write_tsv(os.path.join(out_dir, "not_derived.tsv"),
-                [ex for ex, ok in zip(examples, derived) if not ok])
+                [ex for ex, ok in zip(examples, derived, strict=True)
+                 if not ok])
   total = max(len(examples), 1)
   summary.update(
       grammar=os.fspath(grammar), data=os.fspath(data),

@@ -192,7 +192,7 @@ def fit(out_dir: str, grammar: str, train_data: str,
   bar.close()
   if data.num_underivable:  # left out of the fit: said, with a line
     derivable = {data.pairs[i] for i in data.usable}
-    first_line = next(line for (x, y), line in zip(pairs, lines)
+    first_line = next(line for (x, y), line in zip(pairs, lines, strict=True)
                       if (tuple(x), tuple(y)) not in derivable)
     logging.warning("%s:%d: %d of %d distinct training pairs are not "
                     "derived by the grammar and are left out of the fit "
@@ -203,7 +203,8 @@ def fit(out_dir: str, grammar: str, train_data: str,
                                  config.num_states, output_cfg)
     labeled = [(x.split(), list(r.target)) for x, r in
                zip(unlabeled_inputs, first.parse(unlabeled_inputs,
-                                                 skip_too_long=True))
+                                                 skip_too_long=True),
+                   strict=True)
                if r.parsed]
     tsv.write_tsv(os.path.join(out_dir, "pseudo_labeled.tsv"),
                   [(" ".join(x), " ".join(y)) for x, y in labeled])

@@ -38,7 +38,7 @@ def parse(out_dir: str, model: str, data: str, k: Optional[int] = None,
   seconds = time.time() - start
   predictions = [evaluation.Prediction(
       e.input, " ".join(r.target) if r.parsed else None, e.output)
-                 for e, r in zip(examples, results)]
+                 for e, r in zip(examples, results, strict=True)]
   evaluation.write_predictions(os.path.join(out_dir, "predictions.tsv"),
                                predictions)
   summary = dict(model=os.fspath(model), data=os.fspath(data),

@@ -23,7 +23,8 @@ class GECAConfig:
       k >= 0: the k tokens on each side of every hole (paper Eq. 3, §6).
     max_len: skip pairs whose joint sequence (input, separator, output) has
       at least this many tokens (`--max_comp_len`); None: no bound.
-    dedup: drop duplicate training pairs first (`--dedup`).
+    dedup: drop duplicate training pairs first (`--dedup`; the release's
+      default is off and its SCAN script turns it on, as gin/geca/scan.gin).
     holdout: the release's SCAN loader shuffles the training file (numpy
       seed `seed`) and sets its first `holdout` lines aside as validation
       (640 = n_batch * 10); 0: use every training pair.

@@ -35,7 +35,8 @@ def generate(out_dir: str, train_path: str, test_path: Optional[str],
                      "side to write as input<TAB>output candidates")
   read = ReadStats()
   train = [tuple(x) for x in read_tsv(train_path, stats=read)]
-  for (inp, out), line in zip(train, read.lines):  # the line, not later
+  # the line, not later
+  for (inp, out), line in zip(train, read.lines, strict=True):
     length = len(inp.split()) + 1 + len(out.split())
     if length > augment_lib.MAX_SEQUENCE and (config.max_len is None or
                                               length < config.max_len):

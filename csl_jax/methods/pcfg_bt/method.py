@@ -254,7 +254,6 @@ def statistics(out_dir: str, grammar: str, train: str, evaluate: str,
   their Table 6 reading through the PCFG (the programs stage's, `probs`):
   the per-token perplexity of that part's outputs under it."""
   # pylint: disable=g-import-not-at-top
-  import math
   import numpy as np
   from csl_jax.data import overlap
   from csl_jax.data.tsv import read_tsv
@@ -277,18 +276,42 @@ def statistics(out_dir: str, grammar: str, train: str, evaluate: str,
         "original": overlap.table5(base_side, [e[i] for e in target]),
         "augmented": overlap.table5(base_side + [e[i] for e in added],
                                     [e[i] for e in target])}
-  # Over the examples the PCFG gives p > 0 (P_train gives an output with
-  # an unseen rule none).
-  outputs = [y for _, y in target]
-  scored = pcfg_lib.log_probs(pcfg, outputs)
-  finite = [y for y in outputs if scored[y] > -math.inf]
-  summary["perplexity"] = {
-      "value": (pcfg_lib.perplexity(pcfg, finite, scored)
-                if finite else None),
-      "outputs": len(finite), "of": len(outputs)}
+  summary["perplexity"] = _perplexities(pcfg, cfg, [y for _, y in target],
+                                        [y for _, y in original])
   os.makedirs(out_dir, exist_ok=True)
   atomic_write_json(os.path.join(out_dir, "statistics.json"), summary)
   return summary
+
+
+def _perplexities(pcfg, cfg, outputs: List[str],
+                  train_outputs: List[str]) -> Dict[str, Any]:
+  """The per-token perplexity of `outputs` under `pcfg`, three ways:
+  `value` over all of them (None, i.e. infinite, when one has p = 0: as
+  P_train gives every output with a rule unseen in training); `scored`
+  over those this PCFG gives p > 0; `common` over those P_train (estimated
+  from `train_outputs`) gives p > 0, the outputs every distribution
+  scores, so the one set on which rows compare."""
+  # pylint: disable=g-import-not-at-top
+  import math
+  from csl_jax.pcfg import pcfg as pcfg_lib
+  # pylint: enable=g-import-not-at-top
+  scored = pcfg_lib.log_probs(pcfg, outputs)
+  if pcfg.name == "train":
+    by_train = scored
+  else:
+    train_pcfg, _ = pcfg_lib.estimate(cfg, train_outputs, "train")
+    by_train = pcfg_lib.log_probs(train_pcfg, outputs)
+
+  def over(ys):
+    return {"value": pcfg_lib.perplexity(pcfg, ys, scored) if ys else None,
+            "outputs": len(ys)}
+
+  finite = [y for y in outputs if scored[y] > -math.inf]
+  common = [y for y in finite if by_train[y] > -math.inf]
+  return {"value": (over(outputs)["value"] if len(finite) == len(outputs)
+                    else None),
+          "zero_probability": len(outputs) - len(finite), "of": len(outputs),
+          "scored": over(finite), "common": over(common)}
 
 
 def _read_programs(path: str) -> List[str]:
@@ -452,7 +475,7 @@ def _write_candidates(out_dir: str, programs: Sequence[str],
   stage's summary of it."""
   from csl_jax.data.tsv import write_tsv  # pylint: disable=g-import-not-at-top
   empty = sum(not u.strip() for u in utterances)
-  pairs = [(u, p) for u, p, c in zip(utterances, programs, cut)
+  pairs = [(u, p) for u, p, c in zip(utterances, programs, cut, strict=True)
            if u.strip() and not c]
   os.makedirs(out_dir, exist_ok=True)
   candidates = os.path.join(out_dir, "candidates.tsv")
@@ -535,8 +558,16 @@ def backtranslate_bundled(out_dir: str, programs_path: str, data_dir: str,
           input_pipeline.lengths(sized.max_input_len, sized.max_target_len))
       _, scores = decode.score_predictions(
           names.reversed, examples, done["parts"][eval_part]["ids"])
-  utterances = [vocabulary.decode(ids)
-                for ids in done["parts"]["programs"]["ids"]]
+  decoded = done["parts"]["programs"]["ids"]
+  if len(decoded) != len(programs):  # else candidates dropped, unsaid
+    raise InputError(
+        f"{len(decoded)} decoded programs for the {len(programs)} programs "
+        f"of {programs_path}: the cell's outputs are not of these programs "
+        f"(remove {bundle_lib.OUTPUTS_FILE} beside it and run `csl-jax "
+        f"run-bundle` again)",
+        os.path.join(bundle, bundle_lib.CELLS_DIR, cell,
+                     bundle_lib.PREDICTIONS_FILE))
+  utterances = [vocabulary.decode(ids) for ids in decoded]
   cut, unknown = _program_checks(vocabulary, programs, sized.max_input_len)
   summary = _write_candidates(out_dir, programs, utterances, cut,
                               config.beam_size)
@@ -630,6 +661,10 @@ class PCFGBT:
       not here.
   """
   name = "pcfg_bt"
+  # Y&K §4: "we directly concatenate the synthesized data with the
+  # original data set" (COGS, SCAN): an experiment's row trains on the
+  # union, not a 1:1 mixture (`experiment.mixing` overrides it).
+  mixing = "union"
   # What experiment seeds may bind: the programs, and the reverse model.
   seed_params = ("PCFGBTConfig.seed", "PCFGBTConfig.reverse_seed")
 
@@ -708,7 +743,7 @@ class PCFGBT:
       probs = os.path.join(programs_dir, PROBS_FILE)
       described = [base.Stage(
           "statistics", [grammar, train, evaluate, probs, pairs],
-          {"eval_part": self.eval_part},
+          {"eval_part": self.eval_part, "perplexity": 2},  # 2: 3 ways
           lambda d: statistics(d, grammar, train, evaluate, probs, pairs))]
     if self.config.reverse_model == "t5x":
       # Absolute: the T5X commands it goes into run from the repository.
@@ -834,11 +869,18 @@ class PCFGBT:
             f'{100 * o["instance_coverage"]:.1f} -> '
             f'{100 * a["instance_coverage"]:.1f}%'))
       px = st["perplexity"]
+
+      def value(v):
+        return f"{v:.3f}" if v is not None else "∞"
       rows.append((
-          f'Table 6: per-token perplexity of the {st["part"]} outputs under '
-          f'the PCFG (those it gives p > 0)',
-          (f'{px["value"]:.3f}' if px["value"] is not None else '—') +
-          f' ({px["outputs"]:,} of {px["of"]:,})'))
+          f'Per-token perplexity of the {st["part"]} outputs under the PCFG '
+          f'(Table 6\'s question asked of the PCFG, not the parser): all / '
+          f'those it gives p > 0 / those P_train gives p > 0 (the outputs '
+          f'every distribution scores)',
+          f'{value(px["value"])} ({px["zero_probability"]:,} of '
+          f'{px["of"]:,} with p = 0) / {value(px["scored"]["value"])} '
+          f'({px["scored"]["outputs"]:,}) / '
+          f'{value(px["common"]["value"])} ({px["common"]["outputs"]:,})'))
     # utterance ▷ program, as GECA's preview (a tab would split the cell).
     rows += [("Backtranslation preview", x.replace("\t", " ▷ "))
              for x in b.get("preview", [])[:3]]

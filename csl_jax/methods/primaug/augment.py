@@ -7,14 +7,17 @@
    -> `0 elevation_2`) and are copied together, so copies stay a bijection.
    No task knowledge: SCAN's six primitives and GeoQuery's entity
    placeholders come out of the data.
-2. Each unit has K forms: itself (copy 1) and copies 2..K (`jump@2`,
-   `I_JUMP@2`; `csl_jax.data.token_copies`). For each training example with
-   primitives, up to 2K attempts each draw a form per unit (uniformly,
-   independently); new distinct pairs are kept until K - 1 of them. With
-   `attempts = 0` every example with primitives gets exactly K - 1 (App.
-   C.2, GeoQuery: "every example gets the same number of augmented
+2. Each unit has K + 1 forms (App. C.1: "one of its K+1 mutated form
+   (walk, walk1, ..., walkK)"): itself (copy 1) and copies 2..K + 1
+   (`jump@2`, `I_JUMP@2`; `csl_jax.data.token_copies`); `forms = "k"`
+   gives K, itself and K - 1 copies (App. C.2, GeoQuery: "19 new copies
+   for the x20 experiments"; gin/primaug/geoquery.gin). For each training
+   example with primitives, up to 2K attempts each draw a form per unit
+   (uniformly, independently); new distinct pairs are kept until K - 1 of
+   them. With `attempts = 0` every example with primitives gets exactly
+   K - 1 (App. C.2: "every example gets the same number of augmented
    versions"): draws go on until K - 1 distinct new ones (with one unit,
-   its K - 1 copies in a random order).
+   K - 1 of its copies in a random order).
 
 So the augmented set, original included, is at most K times the original
 ("x20 = 20 times": the ambiguity of §3 resolved as in
@@ -38,18 +41,25 @@ from csl_jax.errors import InputError
 Pair = Tuple[str, str]
 
 
+FORMS = ("k_plus_1", "k")
+
+
 @gin.configurable(module="primaug")
 @dataclasses.dataclass(frozen=True)
 class PrimAugConfig:
   """Attributes:
-    factor: K: forms per primitive (itself + K - 1 copies); the augmented
-      set is at most K times the original (the paper: 2, 20, 200).
+    factor: K: the augmented set is at most K times the original (the
+      paper: 2, 20, 200).
+    forms: "k_plus_1": each primitive has K + 1 forms, itself and K copies
+      (App. C.1, SCAN); "k": K forms, itself and K - 1 copies (App. C.2,
+      GeoQuery's entities).
     attempts: draws per example, at most, as a multiple of K (paper: 2);
       0: exactly K - 1 new versions of every example with primitives (App.
       C.2, GeoQuery; gin/primaug/geoquery.gin).
     seed: seeds the draws.
   """
   factor: int = 20
+  forms: str = "k_plus_1"
   attempts: int = 2
   seed: int = 0
 
@@ -58,6 +68,9 @@ class PrimAugConfig:
     configs.check_types(self)
     if self.factor < 2:
       raise InputError(f"primaug factor must be >= 2, got {self.factor}")
+    if self.forms not in FORMS:
+      raise InputError(f"primaug forms: {self.forms!r}; one of "
+                       f"{', '.join(FORMS)}")
     if self.attempts < 0:
       raise InputError(f"primaug attempts must be >= 1, or 0 (exactly K - 1 "
                        f"new versions per example), got {self.attempts}")
@@ -84,17 +97,23 @@ def units(pairs: Sequence[Pair]) -> List[Tuple[Tuple[str, ...],
 
 def _draws(rng: np.random.Generator, num_units: int, config: PrimAugConfig
            ) -> Iterator[Tuple[int, ...]]:
-  """One example's draws of a form (1..K) per unit; a draw counts when its
-  forms are new."""
+  """One example's draws of a form (1..number of forms) per unit; a draw
+  counts when its forms are new."""
   k = config.factor
+  forms = num_forms(config)
   if config.attempts:  # all of them at once
     yield from map(tuple, rng.integers(
-        1, k + 1, (config.attempts * k, num_units)).tolist())
-  elif num_units == 1:  # exactly: the K - 1 copies
-    yield from ((int(f),) for f in rng.permutation(np.arange(2, k + 1)))
-  else:  # exactly: K^n - 1 >= K - 1 new ones exist, and collisions are rare
+        1, forms + 1, (config.attempts * k, num_units)).tolist())
+  elif num_units == 1:  # exactly: K - 1 of the copies
+    yield from ((int(f),) for f in rng.permutation(np.arange(2, forms + 1)))
+  else:  # exactly: forms^n - 1 >= K - 1 new ones exist; collisions are rare
     while True:
-      yield tuple(rng.integers(1, k + 1, num_units).tolist())
+      yield tuple(rng.integers(1, forms + 1, num_units).tolist())
+
+
+def num_forms(config: PrimAugConfig) -> int:
+  """A primitive's forms, itself included."""
+  return config.factor + (config.forms == "k_plus_1")
 
 
 def augment(pairs: Sequence[Pair], config: PrimAugConfig,
@@ -107,7 +126,8 @@ def augment(pairs: Sequence[Pair], config: PrimAugConfig,
   for u, (ins, outs) in enumerate(found):
     unit_in.update((t, u) for t in ins)
     unit_out.update((t, u) for t in outs)
-  stats = {"factor": config.factor, "attempts_per_example":  # 0: exact
+  stats = {"factor": config.factor, "forms": num_forms(config),
+           "attempts_per_example":  # 0: exact
            config.attempts * config.factor, "seed": config.seed,
            "num_original": len(pairs), "num_units": len(found),
            "units": [[list(a), list(b)] for a, b in found],
@@ -134,7 +154,7 @@ def augment(pairs: Sequence[Pair], config: PrimAugConfig,
           continue
         seen.add(row)
         new += 1
-        forms = dict(zip(present, row))
+        forms = dict(zip(present, row, strict=True))
         yield (" ".join(token_copies.copy_token(t, forms[unit_in[t]])
                         if t in unit_in else t for t in x.split()),
                " ".join(token_copies.copy_token(t, forms[unit_out[t]])

@@ -69,7 +69,8 @@ class PrimAug:
                       for a, b in s["units"][:8])
     more = len(s["units"]) - 8
     return [
-        ("primaug factor K", str(s["factor"])),
+        ("primaug factor K / forms per primitive (itself included)",
+         f'{s["factor"]} / {s.get("forms", s["factor"])}'),
         ("primaug primitives (Eq. 1 lexicon units)",
          f'{s["num_units"]}: {shown}' + (f" (+{more})" if more > 0 else "")),
         ("primaug examples with a primitive",
