@@ -3,6 +3,7 @@ Numba kernels against their pure-Python twins, the whole algorithm against
 the literal reference, a SCAN-like validity check and the pipeline adapter.
 No network, no shared data."""
 
+import collections
 import dataclasses
 import json
 import os
@@ -128,9 +129,9 @@ def test_kernels_match_twins(pairs, config):
   np.testing.assert_array_equal(
       kernel.signature_hashes(index.tsig_ptr, index.tsig_fids),
       kernel_reference.signature_hashes(index.tsig_ptr, index.tsig_fids))
-  cand_args = (index.tsig_ptr, index.tsig_fids, index.inv_ptr,
-               index.inv_dsig, index.dsig_ptr, index.dsig_fids,
-               index.dsig_count, index.frag_spans,
+  cand_args = (index.tsig_ptr, index.tsig_fids, index.tsig_excl,
+               index.inv_ptr, index.inv_dsig, index.dsig_ptr,
+               index.dsig_fids, index.dsig_count, index.frag_spans,
                config.weighting == "uniform")
   got, want = kernel.candidates(*cand_args), kernel_reference.candidates(
       *cand_args)
@@ -168,6 +169,122 @@ def test_augment_matches_reference(pairs, config):
   if config.weighting == "uniform":
     table = {t: {f: 1 for f in fills} for t, fills in table.items()}
   assert augment_lib.candidate_table(pairs, config) == table
+
+
+# ---- windowed environments: the boxed rule's t'1 != t1 ----------------------
+# The rule (§3): w = t1/f1, x = t'1/f1, y = t2/f2, env(w, t1) = env(y, t2),
+# t'1 != t1 give z = t'1/f2. With a window, env(t1) may be the target's own
+# environment: it donates only through another template t1 != t'1 there.
+
+
+def _windowed_all_ways(pairs, config):
+  """The new pairs of the one build, the partitioned index and the twin,
+  checked equal."""
+  new = augment_lib.augment(pairs, config)[0]
+  assert sorted(new) == augment_reference.augment(pairs, config)[0]
+  assert augment_lib.augment(
+      pairs, dataclasses.replace(config, num_shards=2))[0] == new
+  return sorted(new)
+
+
+def test_window_own_environment_alone_generates_nothing():
+  # Fragments (1 token, 1 span) with their templates, window 1:
+  #   a: x _ y p   b: x _ y q   (one environment x _ y, two templates)
+  #   p: x a y _   q: x b y _   (one environment y _ END, two templates)
+  #   x, y: _ a y p, x a _ p, ... (environments of one fragment each)
+  # Every fragment has exactly one template, so no t'1 != t1 exists.
+  # (Before the fix: x a y q and x b y p, each from its own environment.)
+  config = GECAConfig(wug_size=1, wug_count=1, window=1, output_only=True,
+                      **ALL)
+  assert _windowed_all_ways([("", "x a y p"), ("", "x b y q")], config) == []
+
+
+def test_window_own_environment_alone_conditional():
+  # The same with input and output (1x2 spans: a ... A, b ... B, etc.): each
+  # fragment again has one template; before the fix 4 pairs.
+  config = GECAConfig(wug_size=1, wug_count=2, window=1, **ALL)
+  pairs = [("x a y p", "A z P"), ("x b y q", "B z Q")]
+  assert _windowed_all_ways(pairs, config) == []
+
+
+@pytest.mark.parametrize("lines, want", [
+    # Templates (window 1; fragment: template, environment):
+    #   x a y: a: x _ y (x _ y)     x: _ a y (| _ a)   y: x a _ (a _ |)
+    #   x b y: b: x _ y (x _ y)     x: _ b y (| _ b)   y: x b _ (b _ |)
+    #   z a:   a: z _   (z _ |)     z: _ a   (| _ a)
+    # * t'1 = z _ (a): t1 = x _ y != t'1 has a; its environment x _ y
+    #   (t2 = x _ y) has b -> z b (whole-template mode finds it too);
+    # * t'1 = _ b y (x): t1 = _ a y has x; env | _ a is also that of
+    #   t2 = _ a with z -> z b y (windowed only: t1 != t2);
+    # * not: z a y (t'1 = _ a y, x; x's other template _ b y has env
+    #   | _ b with x alone), x a (t'1 = _ a, z: z has one template).
+    (["x a y", "x b y", "z a"], ["z b", "z b y"]),
+    #   c a d e: a: c _ d e (c _ d)   e: c a d _ (d _ |)
+    #   c a d f: a: c _ d f (c _ d)   f: c a d _ (d _ |)
+    #   c b d g: b: c _ d g (c _ d)   g: c b d _ (d _ |)
+    #   (c, d: environments of the fragment c, or d, alone)
+    # * t'1 = c _ d e (a): t1 = c _ d f != t'1 has a, in t'1's own
+    #   environment c _ d, which has b (t2 = c _ d g) -> c b d e; and so
+    #   c b d f;
+    # * not: c a d g (t'1 = c _ d g: b has one template; t'1 = c a d _:
+    #   e and f have one template each), c b d e from c b d _ (g: one).
+    (["c a d e", "c a d f", "c b d g"], ["c b d e", "c b d f"]),
+])
+def test_window_rule_generates(lines, want):
+  config = GECAConfig(wug_size=1, wug_count=1, window=1, output_only=True,
+                      **ALL)
+  assert _windowed_all_ways([("", x) for x in lines], config) == [
+      ("", x) for x in want]
+
+
+def _boxed_rule_table(pairs, config):
+  """The rule read literally over all template pairs (slow): target t'1
+  takes f2 from env(t1) for every t1 != t'1 sharing a fragment f1 with it
+  (weight: the distinct environments), less the release's overlap."""
+  ref = augment_reference
+  t2f = ref.index(ref.prepare(pairs, config), config)
+  env = {t: ref.environment(t, config.window) for t in t2f}
+  fills_of = collections.defaultdict(set)
+  for t2, frags in t2f.items():
+    fills_of[env[t2]] |= frags
+  table = {}
+  for t, frags in t2f.items():
+    if not ref.two_sided(t, config.output_only):
+      continue
+    units = {env[t1] for t1, f1 in t2f.items() if t1 != t and f1 & frags}
+    weights = collections.Counter(
+        f2 for u in units for f2 in fills_of[u]
+        if not ref.overlaps(f2, frozenset(frags)))
+    if weights:
+      table[t] = dict(weights)
+  return table
+
+
+# Few words and short lines: shared environments are common.
+dense_pairs = st.lists(
+    st.tuples(st.lists(st.sampled_from(list("abc")), min_size=1,
+                       max_size=4).map(" ".join),
+              st.lists(st.sampled_from(list("ABa")), min_size=1,
+                       max_size=4).map(" ".join)),
+    min_size=2, max_size=7)
+window_configs = st.builds(
+    GECAConfig, wug_size=st.integers(1, 2), wug_count=st.integers(1, 2),
+    window=st.sampled_from([0, 1, 2]), output_only=st.booleans(),
+    weighting=st.sampled_from(["official", "uniform"]),
+    n_sample=st.just(None), variants=st.just(10**6))
+
+
+@_SETTINGS
+@given(dense_pairs, window_configs)
+def test_window_kernel_and_twin_are_the_boxed_rule(pairs, config):
+  table = _boxed_rule_table(pairs, config)
+  _, twin = augment_reference.augment(pairs, config)
+  assert twin == table
+  if config.weighting == "uniform":
+    table = {t: {f: 1 for f in fills} for t, fills in table.items()}
+  assert augment_lib.candidate_table(pairs, config) == table
+  new, _ = augment_lib.augment(pairs, config)
+  assert sorted(new) == augment_reference.augment(pairs, config)[0]
 
 
 @_SETTINGS

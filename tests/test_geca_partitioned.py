@@ -18,7 +18,8 @@ from csl_jax.methods.geca import partitioned
 from csl_jax.methods.geca.config import GECAConfig
 import numpy as np
 
-from test_geca import _SETTINGS, configs, pair_lists  # pylint: disable=g-bad-import-order
+from test_geca import (  # pylint: disable=g-bad-import-order
+    _SETTINGS, configs, dense_pairs, pair_lists, window_configs)
 
 _STATS = augment_lib._INDEX_STATS  # pylint: disable=protected-access
 _USED = ("generated", "templates_used", "fragments_used", "preview",
@@ -46,6 +47,14 @@ sampled = st.builds(
 @_SETTINGS
 @given(pair_lists, sampled, st.integers(2, 5))
 def test_partitioned_index_gives_the_same_pairs(pairs, config, num_shards):
+  _same_as_one_build(pairs, config, num_shards)
+
+
+@_SETTINGS
+@given(dense_pairs, window_configs, st.integers(2, 4))
+def test_partitioned_index_windowed(pairs, config, num_shards):
+  # Shared environments are common here: targets whose own environment
+  # donates to them and targets where it may not (the rule's t'1 != t1).
   _same_as_one_build(pairs, config, num_shards)
 
 

@@ -12,9 +12,12 @@ same candidate sets and weights come from fragment *sets* instead:
   are donors (the release's multiplicity > 1);
 * the candidate fills of a target template t are the fragments of the
   donors that share a fragment with F(t), weighted by the number of such
-  distinct donors. This depends on F(t) only, so it is computed once per
-  distinct fragment set, through an inverted index fragment -> distinct
-  donor fragment sets (with their unit counts).
+  distinct donors; t's own environment (window k) counts only where
+  another of its templates shares a fragment with t (the rule's
+  t'1 != t1). This depends on F(t) and that environment's donor signature
+  where it does not count, so it is computed once per distinct such key,
+  through an inverted index fragment -> distinct donor fragment sets
+  (with their unit counts).
 
 Templates and fragments are interned as hashes (`kernel.py`); a stored
 (template, fragment) pair is its sequence plus span positions, from which
@@ -303,6 +306,7 @@ class _Index:
   target_sig: np.ndarray    # target -> target signature id
   tsig_ptr: np.ndarray      # target signature -> its fragment ids
   tsig_fids: np.ndarray
+  tsig_excl: np.ndarray     # target signature -> donor signature less one
   inv_ptr: np.ndarray       # fragment -> donor signatures containing it
   inv_dsig: np.ndarray
   dsig_ptr: np.ndarray      # donor signature -> its fragment ids
@@ -326,22 +330,27 @@ def _build_index(e: _Encoded, pairs: Dict[str, np.ndarray],
   del t_rep, f_rep
   tf_ptr, tf_fid = _csr(_sorted_unique(tid.astype(np.int64) * nf + fid),
                         nt, nf)
-  del tid
   if config.window is None:
+    del tid
     uf_ptr, uf_fid, nu = tf_ptr, tf_fid, nt
   else:
     uid, u_rep = _intern(uh, None, "environment")
     nu = len(u_rep)
-    uf_ptr, uf_fid = _csr(_sorted_unique(uid.astype(np.int64) * nf + fid),
-                          nu, nf)
+    t_uid = np.empty(nt, uid.dtype)  # template -> its environment
+    t_uid[tid] = uid
+    del tid
+    uf_keys = _sorted_unique(uid.astype(np.int64) * nf + fid)
+    uf_ptr, uf_fid = _csr(uf_keys, nu, nf)
     del uid, uh
+    own_shared = _own_unit_shared(tf_ptr, tf_fid, t_uid, uf_keys, nf)
+    del uf_keys
   del fid
   mult = np.diff(uf_ptr)
   donors = np.nonzero(mult > 1)[0]
   d_ptr, d_fid = _sub_csr(uf_ptr, uf_fid, donors)
   dsig_h = kernel.signature_hashes(d_ptr, d_fid)
-  _, first, dsig_count = np.unique(dsig_h, return_index=True,
-                                   return_counts=True)
+  _, first, d_sig, dsig_count = np.unique(
+      dsig_h, return_index=True, return_inverse=True, return_counts=True)
   dsig_ptr, dsig_fids = _sub_csr(d_ptr, d_fid, first)
   # Inverted index: fragment -> the donor signatures that contain it.
   owner = np.repeat(np.arange(len(first)), np.diff(dsig_ptr))
@@ -354,8 +363,25 @@ def _build_index(e: _Encoded, pairs: Dict[str, np.ndarray],
   t_ptr, t_fid = _sub_csr(tf_ptr, tf_fid, targets)
   del tf_ptr, tf_fid, uf_ptr, uf_fid
   tsig_h = kernel.signature_hashes(t_ptr, t_fid)
-  _, tfirst, target_sig = np.unique(tsig_h, return_index=True,
-                                    return_inverse=True)
+  if config.window is None:
+    # env(t) = t offers t's own fragments alone: nothing to leave out.
+    _, tfirst, target_sig = np.unique(tsig_h, return_index=True,
+                                      return_inverse=True)
+    tsig_excl = np.full(len(tfirst), -1, np.int64)
+  else:
+    # The rule's t'1 != t1: a target's own environment donates to it only
+    # where another of its templates shares a fragment with the target;
+    # else one unit of that environment's donor signature is left out, so
+    # the targets are keyed by (fragment set, signature left out).
+    u = t_uid[targets]
+    unit_dsig = np.full(nu, -1, np.int64)
+    unit_dsig[donors] = d_sig.reshape(-1)
+    t_excl = np.where(own_shared[targets], -1, unit_dsig[u])
+    del u, unit_dsig, t_uid, own_shared
+    _, tfirst, target_sig = np.unique(
+        np.stack([tsig_h, t_excl.astype(np.uint64)], axis=1), axis=0,
+        return_index=True, return_inverse=True)
+    tsig_excl = t_excl[tfirst]
   tsig_ptr, tsig_fids = _sub_csr(t_ptr, t_fid, tfirst)
   stats.update({
       "pairs_indexed": int(num_pairs),
@@ -366,8 +392,22 @@ def _build_index(e: _Encoded, pairs: Dict[str, np.ndarray],
       "target_signatures": int(len(tfirst)),
   })
   return _Index(trow, frow, frag_spans, targets,
-                target_sig.reshape(-1), tsig_ptr, tsig_fids, inv_ptr,
-                inv_dsig, dsig_ptr, dsig_fids, dsig_count)
+                target_sig.reshape(-1), tsig_ptr, tsig_fids, tsig_excl,
+                inv_ptr, inv_dsig, dsig_ptr, dsig_fids, dsig_count)
+
+
+def _own_unit_shared(tf_ptr, tf_fid, t_uid, uf_keys, nf) -> np.ndarray:
+  """template -> whether another template of its environment has one of
+  its fragments: n(env(t), f) >= 2 for some f in F(t), n(u, f) the number
+  of templates of u with f (`uf_keys`: the sorted unit * nf + fragment)."""
+  n_t = np.diff(tf_ptr)
+  t_of = np.repeat(np.arange(len(n_t)), n_t)
+  at = np.searchsorted(uf_keys, t_uid[t_of].astype(np.int64) * nf + tf_fid)
+  del t_of
+  n_uf = np.bincount(at, minlength=len(uf_keys))
+  if not len(at):
+    return np.zeros(len(n_t), bool)
+  return np.logical_or.reduceat(n_uf[at] > 1, tf_ptr[:-1])
 
 
 def _decode(e: _Encoded, toks, output_only: bool) -> Tuple[str, str]:
@@ -423,8 +463,8 @@ def _local_draws(index: _Index, config: GECAConfig) -> _Draws:
   def candidates(usig):
     s_ptr, s_fid = _sub_csr(index.tsig_ptr, index.tsig_fids, usig)
     ptr, fid, w = kernel.candidates(
-        s_ptr, s_fid, index.inv_ptr, index.inv_dsig, index.dsig_ptr,
-        index.dsig_fids, index.dsig_count, index.frag_spans,
+        s_ptr, s_fid, index.tsig_excl[usig], index.inv_ptr, index.inv_dsig,
+        index.dsig_ptr, index.dsig_fids, index.dsig_count, index.frag_spans,
         config.weighting == "uniform")
     return ptr, fid, w, lambda j: {k: index.frow[k][fid[j]] for k in _REP}
 
@@ -627,9 +667,9 @@ def candidate_table(pairs: Sequence[Tuple[str, str]], config: GECAConfig
     return {}
   index = _build_index(e, stored, config, {})
   c_ptr, c_fid, c_w = kernel.candidates(
-      index.tsig_ptr, index.tsig_fids, index.inv_ptr, index.inv_dsig,
-      index.dsig_ptr, index.dsig_fids, index.dsig_count, index.frag_spans,
-      config.weighting == "uniform")
+      index.tsig_ptr, index.tsig_fids, index.tsig_excl, index.inv_ptr,
+      index.inv_dsig, index.dsig_ptr, index.dsig_fids, index.dsig_count,
+      index.frag_spans, config.weighting == "uniform")
 
   def word(t):
     return f"\x00WUG{-t - 1}" if t < 0 else (

@@ -134,12 +134,20 @@ def candidate_weights(templ_to_frag, config: GECAConfig
   """target template -> {fill: number of distinct donor units offering it}.
 
   A unit is a template (window None) or an environment. Donors of a target
-  are the units with more than one fragment that share a fragment with it
-  (the release's templ_to_templ with multiplicity > 1).
+  t are the units with more than one fragment that hold a template t1 != t
+  sharing a fragment with t (the release's templ_to_templ with
+  multiplicity > 1; the paper's rule: f1 in t1 and in t'1 = t, t'1 != t1,
+  env(t1) = env(t2) gives t/f2). For a unit other than env(t), every
+  template is != t; in env(t), t itself does not count. With window None
+  env(t) = t offers only t's own fragments, left out anyway.
   """
   unit_frags: Dict[Tokens, Set[Fragment]] = collections.defaultdict(set)
+  # unit -> fragment -> the number of the unit's templates that have it
+  unit_count: Dict[Tokens, collections.Counter] = collections.defaultdict(
+      collections.Counter)
   for templ, frags in templ_to_frag.items():
     unit_frags[environment(templ, config.window)] |= frags
+    unit_count[environment(templ, config.window)].update(frags)
   frag_to_units = collections.defaultdict(set)
   for unit, frags in unit_frags.items():
     if len(frags) > 1:
@@ -152,6 +160,9 @@ def candidate_weights(templ_to_frag, config: GECAConfig
     donors = set()
     for f in frags:
       donors |= frag_to_units[f]
+    own = environment(templ, config.window)
+    if not any(unit_count[own][f] > 1 for f in frags):
+      donors.discard(own)  # no t1 != t there shares a fragment with t
     weights = collections.Counter()
     fills = frozenset(frags)
     for unit in donors:

@@ -322,18 +322,20 @@ def signature_hashes(ptr, ids):
 
 
 @numba.njit(nogil=True, cache=True)
-def candidates(sig_ptr, sig_fids, inv_ptr, inv_dsig, dsig_ptr, dsig_fids,
-               dsig_count, frag_spans, uniform):
+def candidates(sig_ptr, sig_fids, sig_excl, inv_ptr, inv_dsig, dsig_ptr,
+               dsig_fids, dsig_count, frag_spans, uniform):
   """Candidate fills of each target signature with their weights.
 
   A target signature is the fragment set S = sig_fids[sig_ptr[k]:...] of a
   target template. Its donors are the donor units (more than one fragment)
   sharing a fragment with S, found through the inverted index fragment ->
   donor signatures (a signature S' stands for dsig_count[S'] units with
-  the fragment set S'). The weight of a fill f2 is the number of distinct
-  donor units offering it (the release's list with duplicates), or 1
-  (`uniform`). Fills in S, or sharing a span with every fragment of S, are
-  left out (the release's `overlap`).
+  the fragment set S'), less one unit of signature sig_excl[k] where that
+  is >= 0: the targets' own environment, where no other template shares a
+  fragment with them (the paper's t'1 != t1; window mode). The weight of a
+  fill f2 is the number of distinct donor units offering it (the release's
+  list with duplicates), or 1 (`uniform`). Fills in S, or sharing a span
+  with every fragment of S, are left out (the release's `overlap`).
 
   Returns:
     (ptr, fids, weights): the candidates of signature k are
@@ -367,12 +369,15 @@ def candidates(sig_ptr, sig_fids, inv_ptr, inv_dsig, dsig_ptr, dsig_fids,
     for y in range(nd):
       d = dlist[y]
       seen[d] = False
+      units = dsig_count[d] - (1 if d == sig_excl[k] else 0)
+      if units == 0:
+        continue
       for j in range(dsig_ptr[d], dsig_ptr[d + 1]):
         f2 = dsig_fids[j]
         if weight[f2] == 0:
           touched[nt] = f2
           nt += 1
-        weight[f2] += dsig_count[d]
+        weight[f2] += units
     touched_sorted = np.sort(touched[:nt])
     for y in range(nt):
       f2 = touched_sorted[y]

@@ -155,8 +155,8 @@ def signature_hashes(ptr, ids):
                    for k in range(len(ptr) - 1)], np.uint64)
 
 
-def candidates(sig_ptr, sig_fids, inv_ptr, inv_dsig, dsig_ptr, dsig_fids,
-               dsig_count, frag_spans, uniform):
+def candidates(sig_ptr, sig_fids, sig_excl, inv_ptr, inv_dsig, dsig_ptr,
+               dsig_fids, dsig_count, frag_spans, uniform):
   def spans(f):
     return {int(h) for h in frag_spans[f] if h != 0}
 
@@ -166,8 +166,10 @@ def candidates(sig_ptr, sig_fids, inv_ptr, inv_dsig, dsig_ptr, dsig_fids,
     donors = {int(d) for f in s for d in inv_dsig[inv_ptr[f]:inv_ptr[f + 1]]}
     weight = {}
     for d in donors:
+      units = int(dsig_count[d]) - int(d == sig_excl[k])  # own unit left out
       for f2 in dsig_fids[dsig_ptr[d]:dsig_ptr[d + 1]]:
-        weight[int(f2)] = weight.get(int(f2), 0) + int(dsig_count[d])
+        if units:
+          weight[int(f2)] = weight.get(int(f2), 0) + units
     for f2 in sorted(weight):
       if f2 in s or all(spans(f2) & spans(f) for f in s):
         continue

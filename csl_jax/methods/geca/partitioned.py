@@ -7,11 +7,16 @@ Here the same maps are built as a chain of joins, every one keyed by a
 hash partition, so that no step needs more than its partition:
 
   E  sequences (a shard each)  -> (template, fragment) rows by template
+  U  environments (window k)   -> donor units; each template's own
+                                  environment where it may not donate
+                                  to it (the rule's t'1 != t1)
   T  templates                 -> targets (written), target fragment sets,
                                   donor units (window None)
-  U  environments (window k)   -> donor units
   D  donor signatures          -> unit counts; inverted index fragment -> donor
-  S  target signatures         -> their fragments, by fragment
+  S  target signatures         -> their fragments, by fragment (a
+                                  signature: a fragment set, and with a
+                                  window the donor signature of the own
+                                  environment left out, if any)
   J1 fragments                 -> (target signature, donor signature) pairs
   J2 donor signatures          -> weighted fills of each target signature
   C  target signatures         -> candidate table (written): Σ weights,
@@ -226,8 +231,8 @@ def stage_e(ctx: Context, index: int, shard: np.ndarray) -> Rows:
       ctx.tokens, ctx.offsets, *(cols[k] for k in _REP), config.wug_size)
   n = ctx.num_partitions
   if config.window is not None:
-    yield from _route("uf", {k: cols[k] for k in ("uh", "fh", "spans") + _REP},
-                      "uh", n)
+    yield from _route("uf", {k: cols[k] for k in ("uh", "th", "fh", "spans")
+                             + _REP}, "uh", n)
   del cols["uh"]
   yield from _route("tf", cols, "th", n)
   distinct = augment_lib._sorted_unique(cols["fh"])  # pylint: disable=protected-access
@@ -251,16 +256,25 @@ def stage_t(ctx: Context, part: int, inputs: Dict[str, List[Table]]) -> Rows:
   if np.any(np.repeat(th2[ptr[:-1]], np.diff(ptr)) != th2):
     raise RuntimeError("64-bit template hash collision; please report")
   sizes = np.diff(ptr)
-  sig = _signatures(ptr, tf["fh"])
+  # The donor signature of the own environment left out (0: none).
+  excl = np.zeros(len(sizes), np.uint64)
+  own = _concat(inputs.get("own", []))
+  if own is not None:
+    excl[np.searchsorted(tf["th"][ptr[:-1]], own["th"])] = own["excl"]
+  sig = _target_keys(_signatures(ptr, tf["fh"]), excl)
   two = tf["two"][ptr[:-1]]
   rep = _take(tf, ptr[:-1])
   targets = {"th": tf["th"][ptr[:-1]][two], "sig": sig[two],
              **{k: rep[k][two] for k in _REP}}
   _save(ctx, "targets", part, targets)
   # Each distinct target signature's fragment rows, once per partition.
-  is_target = np.repeat(two, sizes)
-  lists, _ = _unit_rows(tf["th"][is_target],
-                        {k: tf[k][is_target] for k in ("fh", "spans")}, 1)
+  _, one = np.unique(sig[two], return_index=True)
+  chosen = np.zeros(len(sizes), bool)
+  chosen[np.flatnonzero(two)[one]] = True
+  rows = np.repeat(chosen, sizes)
+  lists = {"fh": tf["fh"][rows], "spans": tf["spans"][rows],
+           "sig": np.repeat(sig, sizes)[rows],
+           "excl": np.repeat(excl, sizes)[rows]}
   yield from _route("tsig", lists, "sig", ctx.num_partitions)
   stats = {"templates": int(len(sizes)),
            "target_templates": int(two.sum())}
@@ -268,6 +282,44 @@ def stage_t(ctx: Context, part: int, inputs: Dict[str, List[Table]]) -> Rows:
     yield from _donors(ctx, tf["th"], tf)
     stats["units"] = stats["templates"]
   _write_stats(ctx, "T", part, stats)
+
+
+def _target_keys(sig: np.ndarray, excl: np.ndarray) -> np.ndarray:
+  """A target's signature: its fragment set's, mixed with the donor
+  signature left out where there is one."""
+  with np.errstate(over="ignore"):
+    return np.where(excl == 0, sig, _mix(_mix(sig) + excl))
+
+
+def _own_units(uf: Table) -> Table:
+  """(th, excl) of each template whose environment may not donate to it:
+  no other template there has one of its fragments (the paper's rule: f1
+  in t1 and in t'1, t'1 != t1), though the environment is a donor unit
+  (two or more fragments); excl is that unit's donor signature."""
+  order, first = _distinct(uf["th"], uf["fh"])
+  rows = {k: uf[k][order[first]] for k in ("uh", "th", "fh")}
+  # n(u, f): the number of templates of environment u with fragment f.
+  order, first = _distinct(rows["uh"], rows["fh"])
+  ptr = _group_ptr(first)
+  n_uf = np.empty(len(order), np.int64)
+  n_uf[order] = np.repeat(np.diff(ptr), np.diff(ptr))
+  # Each unit's fragment set and its signature (as `_unit_rows`).
+  unit_fh = rows["fh"][order[first]]
+  unit = rows["uh"][order[first]]
+  by_unit = np.argsort(unit, kind="stable")
+  u_ptr = _group_ptr(_starts(by_unit, (unit,)))
+  u_sig = _signatures(u_ptr, unit_fh[by_unit])
+  u_size = np.diff(u_ptr)
+  u_keys = unit[by_unit][u_ptr[:-1]]
+  # Per template: shared with another template of its environment or not.
+  th, t_inv = np.unique(rows["th"], return_inverse=True)
+  shared = np.bincount(t_inv.reshape(-1), weights=n_uf > 1,
+                       minlength=len(th)) > 0
+  t_unit = np.empty(len(th), np.uint64)
+  t_unit[t_inv.reshape(-1)] = rows["uh"]
+  at = np.searchsorted(u_keys, t_unit)
+  leave = ~shared & (u_size[at] > 1)
+  return {"th": th[leave], "excl": u_sig[at][leave]}
 
 
 def _donors(ctx: Context, keys: np.ndarray, table: Table) -> Rows:
@@ -285,6 +337,7 @@ def stage_u(ctx: Context, part: int, inputs: Dict[str, List[Table]]) -> Rows:
     _write_stats(ctx, "U", part, {})
     return
   yield from _donors(ctx, uf["uh"], uf)
+  yield from _route("own", _own_units(uf), "th", ctx.num_partitions)
   _write_stats(ctx, "U", part, {"units": int(len(np.unique(uf["uh"])))})
 
 
@@ -320,7 +373,8 @@ def stage_s(ctx: Context, part: int, inputs: Dict[str, List[Table]]) -> Rows:
     _write_stats(ctx, "S", part, {})
     return
   lists = _dedup_lists(lists)
-  yield from _route("q", {"fh": lists["fh"], "tsig": lists["sig"]}, "fh",
+  yield from _route("q", {"fh": lists["fh"], "tsig": lists["sig"],
+                          "excl": lists.pop("excl")}, "fh",
                     ctx.num_partitions)
   yield "tlist", part, lists
   _write_stats(ctx, "S", part,
@@ -351,7 +405,8 @@ def stage_j1(ctx: Context, part: int, inputs: Dict[str, List[Table]]) -> Rows:
   if inv is None or q is None:
     return
   i, j = _join(q["fh"], inv["fh"])
-  pairs = {"tsig": q["tsig"][i], "dsig": inv["dsig"][j]}
+  pairs = {"tsig": q["tsig"][i], "dsig": inv["dsig"][j],
+           "excl": q["excl"][i]}
   order, first = _distinct(pairs["tsig"], pairs["dsig"])
   yield from _route("pairs", _take(pairs, order[first]), "dsig",
                     ctx.num_partitions)
@@ -366,8 +421,11 @@ def stage_j2(ctx: Context, part: int, inputs: Dict[str, List[Table]]) -> Rows:
   order, first = _distinct(pairs["tsig"], pairs["dsig"])
   pairs = _take(pairs, order[first])
   i, j = _join(pairs["dsig"], dtable["sig"])
+  # Less the target signature's own environment where it is left out.
+  w = dtable["count"][j] - (pairs["excl"][i] == pairs["dsig"][i])
+  i, j, w = i[w > 0], j[w > 0], w[w > 0]
   offer = {"tsig": pairs["tsig"][i], "fh": dtable["fh"][j],
-           "w": dtable["count"][j], "spans": dtable["spans"][j],
+           "w": w, "spans": dtable["spans"][j],
            **{k: dtable[k][j] for k in _REP}}
   yield from _route("offer", offer, "tsig", ctx.num_partitions)
 
@@ -405,8 +463,8 @@ def stage_c(ctx: Context, part: int, inputs: Dict[str, List[Table]]) -> Rows:
 
 
 STAGES: Tuple[Tuple[str, Callable, Tuple[str, ...]], ...] = (
-    ("T", stage_t, ("tf",)),
     ("U", stage_u, ("uf",)),
+    ("T", stage_t, ("tf", "own")),
     ("D", stage_d, ("dcount", "dlist")),
     ("S", stage_s, ("tsig",)),
     ("J1", stage_j1, ("inv", "q", "frag")),
