@@ -505,6 +505,46 @@ def test_arrays_trainer_trains_a_bundle_here_in_one_call(
       runner.experiment(out, **kw, **bad)
 
 
+def test_arrays_trainer_honours_the_optimizer_options(
+    toy_experiment, tmp_path):  # pylint: disable=redefined-outer-name
+  """A bundle's cell carries `TrainConfig`'s optimizer options (Zhou et
+  al. 2023 App. B.1's, gin/experiments/zhou_optimizer.gin) and trains with
+  them: `fit` makes its optimizer and rates, Noam's of the cell's
+  d_model."""
+  # pylint: disable=g-import-not-at-top
+  import gin
+  from csl_jax.experiments import plots
+  from csl_jax.experiments import runner
+  from csl_jax.seq2seq import train as train_lib
+  from csl_jax.seq2seq.config import TrainConfig
+  # pylint: enable=g-import-not-at-top
+  options = {"schedule": "noam", "learning_rate": 2.0, "warmup_steps": 2,
+             "adam_b2": 0.998, "weight_decay": 0.0, "grad_clip": 5.0}
+  for k, v in options.items():
+    gin.bind_parameter(f"seq2seq.TrainConfig.{k}", v)
+  out = str(tmp_path / "exp")
+  first = runner.experiment(out, dataset="tsv", splits=["toy"],
+                            data_dir=toy_experiment, methods=[], seeds=[0],
+                            beam_size=1, decode_batch_size=16,
+                            trainer="arrays")
+  (record,) = first["records"]
+  assert record["steps"] == 4
+  cell = os.path.join(out, runner.BUNDLE_DIR, bundle.CELLS_DIR, "toy",
+                      "original", "seed_0")
+  with open(os.path.join(cell, bundle.CELL_FILE)) as f:
+    spec = json.load(f)
+  assert {k: spec["train"][k] for k in options} == options
+  with open(os.path.join(cell, "train", train_lib.CONFIG_FILE)) as f:
+    key = json.load(f)["train"]  # the run's: the options are in it
+  assert {k: key[k] for k in options} == options
+  rates = train_lib.learning_rates(TrainConfig(**spec["train"]), 16)
+  assert rates[1] == pytest.approx(2.0 / 4 / np.sqrt(2), rel=1e-6)  # peak
+  board = os.path.join(record["dir"], "train", "tensorboard")
+  got = plots.read_scalars(board, "train/learning_rate")
+  assert [s for s, _ in got] == [1, 2, 3, 4]
+  np.testing.assert_allclose([v for _, v in got], rates, rtol=1e-6)
+
+
 def test_run_bundle_stage_in_runs_a_copy_later_calls_resume(
     toy_experiment, tmp_path):  # pylint: disable=redefined-outer-name
   """A machine that keeps /tmp but not the working tree between calls: the

@@ -553,7 +553,7 @@ def test_killed_run_resumes_the_missing_steps(trained, reverse_task,
       return self.rates[step]
 
   monkeypatch.setattr(train, "learning_rates",
-                      lambda config: SignalAt(learning_rates(config)))
+                      lambda *args: SignalAt(learning_rates(*args)))
   before = signal.getsignal(signal.SIGTERM)
   with pytest.raises(SystemExit) as stopped:
     train.train(killed, reverse_task[0], TINY, TRAIN, progress=False,
@@ -612,7 +612,7 @@ def _signals_at(monkeypatch, step, *signums):
       return self.rates[i]
 
   monkeypatch.setattr(train, "learning_rates",
-                      lambda config: SignalAt(learning_rates(config)))
+                      lambda *args: SignalAt(learning_rates(*args)))
   return learning_rates
 
 
@@ -940,7 +940,8 @@ def test_resume_refuses_another_training_config(trained, reverse_task,
   for field, value in (("learning_rate", 1e-3), ("batch_size", 16),
                        ("seed", 1), ("num_steps", 205),
                        ("warmup_steps", 5), ("weight_decay", 0.0),
-                       ("bucket_width", 8)):
+                       ("bucket_width", 8), ("schedule", "noam"),
+                       ("grad_clip", 5.0), ("adam_b2", 0.998)):
     with pytest.raises(InputError, match="another training configuration"):
       train.train(run, reverse_task[0], TINY,
                   dataclasses.replace(TRAIN, **{field: value}),

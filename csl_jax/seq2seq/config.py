@@ -73,6 +73,16 @@ class TrainConfig:
   learning_rate: float = 1e-3
   warmup_steps: int = 100
   weight_decay: float = 0.01
+  # The rate schedule: "cosine", linear warm-up to `learning_rate` then
+  # cosine decay to a tenth of it at `num_steps`; or "noam" (Vaswani et al.
+  # 2017; Zhou et al. 2023 App. B.1), `learning_rate` * d_model^-0.5 *
+  # min(t^-0.5, t * warmup_steps^-1.5) at step t = 1, 2, ...: there
+  # `learning_rate` is the scale factor (Zhou et al.'s 2.0 peaks at ~1.8e-3
+  # with d_model 256 and 5,000 warm-up steps) and d_model the model's.
+  schedule: str = "cosine"
+  # Gradients clipped to this global norm before Adam (0: not clipped).
+  grad_clip: float = 0.0
+  adam_b2: float = 0.999  # Adam's second-moment decay (b1 is 0.9)
   seed: int = 0
   log_every: int = 50
   checkpoint_every: int = 500
@@ -99,7 +109,12 @@ class TrainConfig:
     # A negative rate trained uphill, without a word (0 keeps the initial
     # parameters: a test of init_from uses it).
     configs.check_ranges(self, learning_rate=configs.NON_NEGATIVE_FINITE,
-                         weight_decay=configs.NON_NEGATIVE_FINITE)
+                         weight_decay=configs.NON_NEGATIVE_FINITE,
+                         grad_clip=configs.NON_NEGATIVE_FINITE,
+                         adam_b2=(lambda v: 0 <= v < 1, "in [0, 1)"))
+    if self.schedule not in SCHEDULES:
+      raise InputError(f"seq2seq.TrainConfig.schedule: {self.schedule!r}; "
+                       f"one of {', '.join(SCHEDULES)}")
     if self.curriculum not in CURRICULA:
       raise InputError(f"seq2seq.TrainConfig.curriculum: "
                        f"{self.curriculum!r}; one of {', '.join(CURRICULA)}")
@@ -117,6 +132,12 @@ class TrainConfig:
 
 
 CURRICULA = curriculum.KINDS
+SCHEDULES = ("cosine", "noam")
+# The optimizer's settings as every run trained before they were options:
+# at these values they are left out of `train_key`, so those runs keep
+# their keys.
+OPTIMIZER_BEFORE = {"schedule": "cosine", "grad_clip": 0.0,
+                    "adam_b2": 0.999}
 # Not part of what a run is: they do not change the parameters.
 BOOKKEEPING_FIELDS = ("log_every", "checkpoint_every", "eval_split",
                       "track_train_every")
@@ -124,8 +145,9 @@ BOOKKEEPING_FIELDS = ("log_every", "checkpoint_every", "eval_split",
 
 def train_key(config: TrainConfig) -> dict:
   """The settings that determine a run's parameters (runs and experiment
-  cells are keyed on them). The curriculum's appear only when it is on, so
-  runs from before it keep their keys."""
+  cells are keyed on them). The curriculum's appear only when it is on,
+  the optimizer's options (`OPTIMIZER_BEFORE`) only when set otherwise, so
+  runs from before them keep their keys."""
   key = {k: v for k, v in dataclasses.asdict(config).items()
          if k not in BOOKKEEPING_FIELDS}
   if config.curriculum in ("none", "uniform"):  # no schedule to key
@@ -133,6 +155,9 @@ def train_key(config: TrainConfig) -> dict:
       del key[name]
   if config.curriculum == "none":
     del key["curriculum"]
+  for name, before in OPTIMIZER_BEFORE.items():
+    if key[name] == before:
+      del key[name]
   return key
 
 

@@ -69,19 +69,37 @@ def shardings(mesh):
 
 
 def make_optimizer(config: TrainConfig):
-  return _optimizer(config.weight_decay)
+  return _optimizer(config.weight_decay, config.adam_b2, config.grad_clip)
 
 
 # One object per setting: the jitted steps are keyed on the optimizer (a
 # static field of the state), so a fresh one would recompile them for every
 # run of a process (seeds, resumed runs, an experiment's grid).
 @functools.lru_cache(maxsize=None)
-def _optimizer(weight_decay):
+def _optimizer(weight_decay, b2=0.999, grad_clip=0.0):
   # AdamW at rate 1: `train_step` scales the update by the step's rate (an
   # argument), so runs of other schedules (lengths, warm-ups, peak rates:
   # pretraining then fine-tuning, a reverse model) share one compiled step.
   # The state keeps the schedule's step count, as `adamw(schedule)` has it.
-  return optax.adamw(_unit_rate, weight_decay=weight_decay)
+  # Weight decay 0 is Adam: it adds 0 * params, which changes no bit.
+  adamw = optax.adamw(_unit_rate, b2=b2, weight_decay=weight_decay)
+  if not grad_clip:
+    return adamw
+  return _clipped(adamw, grad_clip)
+
+
+def _clipped(inner, max_norm: float) -> optax.GradientTransformation:
+  """`optax.chain(optax.clip_by_global_norm(max_norm), inner)`'s updates,
+  with `inner`'s state alone (clipping keeps none): the checkpoints of
+  clipped and unclipped runs hold one structure, the one `load_params`
+  restores them into (the default optimizer's)."""
+  clip = optax.clip_by_global_norm(max_norm)
+
+  def update(grads, state, params=None):
+    grads, _ = clip.update(grads, optax.EmptyState())
+    return inner.update(grads, state, params)
+
+  return optax.GradientTransformation(inner.init, update)
 
 
 def _unit_rate(count):
@@ -89,9 +107,22 @@ def _unit_rate(count):
   return 1.0
 
 
-def learning_rates(config: TrainConfig) -> np.ndarray:
-  """[num_steps] float32: the rate of each step, warm-up then cosine decay
-  to a tenth (optax's schedule, evaluated as `adamw(schedule)` would)."""
+def learning_rates(config: TrainConfig,
+                   model_dim: Optional[int] = None) -> np.ndarray:
+  """[num_steps] float32: the rate of each step. Schedule "cosine":
+  warm-up then cosine decay to a tenth (optax's schedule, evaluated as
+  `adamw(schedule)` would). "noam": `learning_rate` * model_dim^-0.5 *
+  min(t^-0.5, t * warmup_steps^-1.5) at step t = index + 1 (Noam's steps
+  count from 1: its first rate is not 0), computed in float64;
+  `model_dim` is the model's d_model (`fit` passes it)."""
+  if config.schedule == "noam":
+    if not model_dim:
+      raise ValueError("the noam schedule needs the model dimension")
+    t = np.arange(1, config.num_steps + 1, dtype=np.float64)
+    warm = t * float(config.warmup_steps) ** -1.5 if config.warmup_steps \
+        else np.inf
+    return (config.learning_rate * float(model_dim) ** -0.5 *
+            np.minimum(t ** -0.5, warm)).astype(np.float32)
   schedule = optax.warmup_cosine_decay_schedule(
       0.0, config.learning_rate, max(config.warmup_steps, 1),
       max(config.num_steps, config.warmup_steps + 1),
@@ -118,7 +149,8 @@ def loss_fn(logits, targets, weights):
 @jax.jit
 def train_step(state, batch, rng, learning_rate):
   """One AdamW step at `learning_rate` (a float32 scalar, `learning_rates`
-  of the step): updates are exactly `adamw(schedule)`'s."""
+  of the step): updates are exactly `adamw(schedule)`'s (after
+  `clip_by_global_norm` where the config clips)."""
   def compute(params):
     logits = state.apply_fn(
         {"params": params}, batch["encoder_input_tokens"],
@@ -129,15 +161,21 @@ def train_step(state, batch, rng, learning_rate):
 
   (loss, accuracy), grads = jax.value_and_grad(compute, has_aux=True)(
       state.params)
+  return apply_gradients(state, grads, learning_rate), {
+      "loss": loss, "accuracy": accuracy}
+
+
+def apply_gradients(state, grads, learning_rate):
+  """`state` after the optimizer's step on `grads` at `learning_rate`
+  (`train_step`'s update; `train_reference.adam_update` is its twin)."""
   updates, opt_state = state.tx.update(grads, state.opt_state, state.params)
   # The optimizer negated the update at rate 1; the sign flip is exact, so
   # this is the product `adamw(schedule)` forms.
   updates = jax.tree_util.tree_map(
       lambda u: learning_rate.astype(u.dtype) * u, updates)
-  state = state.replace(step=state.step + 1,
-                        params=optax.apply_updates(state.params, updates),
-                        opt_state=opt_state)
-  return state, {"loss": loss, "accuracy": accuracy}
+  return state.replace(step=state.step + 1,
+                       params=optax.apply_updates(state.params, updates),
+                       opt_state=opt_state)
 
 
 @jax.jit
@@ -663,7 +701,7 @@ def fit(out_dir: str, model_config, config: TrainConfig,
   batches = batches(start)
   # Batches that can save their position beside each checkpoint.
   save_position = getattr(batches, "save", None)
-  rates = learning_rates(config)
+  rates = learning_rates(config, model_config.d_model)
   metrics: Dict[str, Any] = {"start_step": start}
   if start:
     # Where the resumed data order came from (BENCHMARKS "Resuming
