@@ -413,6 +413,12 @@ def test_method_stage_writes_candidates(tmp_path):
   assert os.path.exists(os.path.join(out, "stats.json"))
   rows = dict(method.report_rows({"generate": summary}))
   assert rows["GECA generated pairs"] == "1"
+  # A windowed stage cached under the old rule is made again; the
+  # whole-template key (every shipped setting) is as it was.
+  assert "window_rule" not in stages[0].config
+  method.config = GECAConfig(wug_size=1, wug_count=2, window=1)
+  assert method.stages(data, str(tmp_path / "geca"))[0].config[
+      "window_rule"] == 2
 
 
 @pytest.mark.parametrize("name, wug_size, limit", [

@@ -107,6 +107,10 @@ class GECA:
       settings.pop(key)
     config = {"geca": settings,
               "eval_part": self.eval_part if test else None}
+    if self.config.window is not None:
+      # 2: a target's own environment donates only through another
+      # template (the boxed rule's t'1 != t1; session 54).
+      config["window_rule"] = 2
     inputs = [train] + ([test] if test else [])
     return [base.Stage("generate", inputs, config,
                        lambda d: generate(d, train, test, self.config))]
