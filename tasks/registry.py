@@ -30,6 +30,12 @@ that `csl-jax augment --out RUN` writes:
                                        synthetic.tsv, other than data/)
   RUN/<m>/<selector>_<k>/synthetic.tsv method m_<selector>_<k>, a subset
   RUN/<m>/programs/programs.txt        method m's programs (NAME_<m>_programs)
+  RUN/<m>/summary.json                 `mixing`: "union" for a method that
+                                       trains on the union of original and
+                                       synthetic pairs (primaug, augzero,
+                                       pcfg_bt): register_run then samples
+                                       its NAME_<m>_mixture in proportion to
+                                       the sizes (`union_rates`)
 Paths are local or gs:// (read with tf.io.gfile). Files hold
 `input<TAB>output` lines (UTF-8); a malformed line fails the input pipeline
 with an InvalidArgumentError naming the file and line. An input prefix
@@ -44,8 +50,8 @@ import json
 import os
 import re
 import types
-from typing import (Dict, List, Mapping, NamedTuple, Optional, Sequence,
-                    Tuple, Union)
+from typing import (Any, Collection, Dict, List, Mapping, NamedTuple,
+                    Optional, Sequence, Tuple, Union)
 
 from absl import logging
 import seqio
@@ -285,6 +291,39 @@ def _has_examples(pattern: str) -> bool:
         if line.strip() or b"\t" in line:
           return True
   return False
+
+
+def _count_lines(path: Optional[str]) -> int:
+  """The file's lines that are not blank (its examples); 0 if missing."""
+  if not path or not tf.io.gfile.exists(path):
+    return 0
+  with tf.io.gfile.GFile(path, "rb") as f:
+    return sum(1 for line in f if line.strip())
+
+
+def union_rates(methods: Mapping[str, str], union: Collection[str],
+                train_tsv: str) -> Dict[str, Any]:
+  """`register_dataset`'s rates for methods ({method: synthetic file}) of
+  which those in `union` train on the union of original and synthetic
+  pairs: example counts, a union method's its size and every other
+  method's the original's (1:1 as before), so NAME_all_mixture stays
+  consistent too. None in `union`: {} (every mixture 1:1)."""
+  if not set(union) & set(methods):
+    return {}
+  original = float(_count_lines(train_tsv))
+  return {"original_rate": original,
+          "synthetic_rate": {m: float(_count_lines(path)) if m in union
+                             else original for m, path in methods.items()}}
+
+
+def union_methods(run_dir: PathLike) -> List[str]:
+  """The methods of a run directory whose RUN/<m>/summary.json says they
+  train on the union (`mixing` "union"; `csl_jax.pipeline.augment` writes
+  it); their selector subsets mix 1:1."""
+  run_dir = os.fspath(run_dir)
+  return [_method_name(entry) for entry in sorted(tf.io.gfile.listdir(
+      run_dir)) if _data_key(_join(run_dir, entry.rstrip("/")), "mixing",
+                             "summary.json") == "union"]
 
 
 def _check_method(method: str) -> None:
@@ -561,8 +600,8 @@ def register_run(
     name: Optional[str] = None,
     splits: Sequence[str] = DEFAULT_SPLITS,
     vocabulary: Optional[seqio.Vocabulary] = None,
-    original_rate: seqio.MixtureRate = 1.0,
-    synthetic_rate: RateOrRates = 1.0,
+    original_rate: Optional[seqio.MixtureRate] = None,
+    synthetic_rate: Optional[RateOrRates] = None,
     metric_fns=(metrics.exact_match,),
     input_prefix: Optional[str] = None,
 ) -> RegisteredNames:
@@ -572,8 +611,11 @@ def register_run(
     run_dir: the run directory, local or gs:// (module docstring).
     name: the dataset name; defaults to `task_name(run_dir)`, the
       directory's basename.
-    splits, vocabulary, original_rate, synthetic_rate, metric_fns,
-      input_prefix: as for `register_dataset`.
+    original_rate, synthetic_rate: as for `register_dataset` (an unset one
+      1.0). Both unset: each method's own (`union_rates` for those whose
+      summary.json says they train on the union, else 1:1).
+    splits, vocabulary, metric_fns, input_prefix: as for
+      `register_dataset`.
 
   Returns:
     The registered names: NAME_all_mixture mixes the methods proper, not
@@ -581,6 +623,14 @@ def register_run(
   """
   run_dir = os.fspath(run_dir).rstrip("/")
   methods, proper = find_methods(run_dir)
+  if original_rate is None and synthetic_rate is None:
+    rates = union_rates(
+        methods, set(union_methods(run_dir)) & set(proper),
+        _join(run_dir, RUN_DATA_DIR, "train.tsv"))
+    original_rate = rates.get("original_rate")
+    synthetic_rate = rates.get("synthetic_rate")
+  original_rate = 1.0 if original_rate is None else original_rate
+  synthetic_rate = 1.0 if synthetic_rate is None else synthetic_rate
   return register_dataset(
       name or task_name(run_dir), _join(run_dir, RUN_DATA_DIR), splits,
       vocabulary=vocabulary, original_rate=original_rate,

@@ -164,6 +164,8 @@ def test_selection_writes_a_seeded_subset(run_dir, small_scan):
     assert len(chosen) == 500 and set(chosen) <= pool
     assert _cached(run_dir)[f"csl/{selector}_500"] is False
   assert _cached(run_dir)["csl/diversity"] is False
+  with open(os.path.join(run_dir, "csl", "summary.json")) as f:
+    assert json.load(f)["mixing"] == "equal"  # register_run's rates
   # The report: each selection's templates covered, H(A) and H(C) against
   # random ones of its size, as diversity.py gives them.
   from csl_jax.pipeline import augment  # pylint: disable=g-import-not-at-top
@@ -177,9 +179,11 @@ def test_selection_writes_a_seeded_subset(run_dir, small_scan):
                                                   "synthetic.tsv"))
             for s in ("random", "uat")}
   feats = diversity.featurize(candidates)
+  train = tsv.read_tsv(os.path.join(run_dir, "data", "train.tsv"))
   rows = diversity.report_rows(
       feats, {n: [first[ex] for ex in exs] for n, exs in chosen.items()},
-      seed=0, random_repeats=augment.RANDOM_REPEATS)
+      seed=0, random_repeats=augment.RANDOM_REPEATS,
+      train_templates=diversity.templates_of(train, "scan"))
   with open(os.path.join(run_dir, "report.md")) as f:
     report = f.read()
   with open(os.path.join(run_dir, "report.html")) as f:
@@ -196,9 +200,15 @@ def test_selection_writes_a_seeded_subset(run_dir, small_scan):
     covered = {template(ex.input)
                for ex in chosen[row["selector"]]} - {None}
     assert row["templates_covered"] == len(covered)
+    # Oren's Table 8: with the training set's templates.
+    with_train = len(covered | {template(ex.input) for ex in train})
+    assert row["templates_with_train"] == with_train > len(covered)
     cells = (f'| csl | {row["selector"]} | 500 | {len(covered):,} | '
+             f'{with_train:,} | '
              f'{row["atom_entropy"]:.3f} | {row["compound_entropy"]:.3f} | '
-             f'{rand["templates_covered"]:,.1f} | {rand["atom_entropy"]:.3f} '
+             f'{rand["templates_covered"]:,.1f} | '
+             f'{rand["templates_with_train"]:,.1f} | '
+             f'{rand["atom_entropy"]:.3f} '
              f'| {rand["compound_entropy"]:.3f} |')
     assert cells in report, cells
     assert f'<td>{row["selector"]}</td><td>500</td>' in page

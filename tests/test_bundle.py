@@ -322,6 +322,21 @@ def test_bundle_cells_train_without_tensorflow_and_score_here(
   assert records[1]["trained_by"]["platform_version"] == "cpu"
   # Outputs of an export with another key are never imported.
   assert bundle.outputs(box, "toy/original/seed_1", "another") is None
+  # Predictions that are not of outputs.json's examples: an error naming
+  # the file, not a short or KeyError'd import.
+  key = bundle._read_json(os.path.join(  # pylint: disable=protected-access
+      cell, bundle.CELL_FILE))["stage_key"]
+  npz = os.path.join(cell, bundle.PREDICTIONS_FILE)
+  whole = arrays.load(npz)
+  for cut in ({}, {"test": arrays.Ragged.from_rows(
+      [whole["test"].row(0)])}):
+    arrays.save(npz, cut)
+    with pytest.raises(InputError, match=r"outputs.npz: (no|1) predictions "
+                       r"of part test for the \d+ examples outputs.json"):
+      bundle.outputs(box, "toy/original/seed_1", key)
+  arrays.save(npz, whole)
+  assert len(bundle.outputs(box, "toy/original/seed_1", key)["parts"][
+      "test"]["ids"]) == len(whole["test"])
   # Exported again with another key: the accelerator's outputs are kept
   # aside under the old key, not deleted.
   bundle._supersede(cell, "old")  # pylint: disable=protected-access

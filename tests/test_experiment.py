@@ -690,7 +690,7 @@ def test_union_rates_are_sizes_and_other_methods_stay_one_to_one(tmp_path):
   """With a union row, every method's rate is in examples: the union
   method's its size (3), another's the original's (4, so 1:1), and none
   without a union row among the run's methods."""
-  from csl_jax.experiments import runner  # pylint: disable=g-import-not-at-top
+  import tasks  # pylint: disable=g-import-not-at-top
   files = {}
   for name, lines in (("train", 4), ("u", 3), ("e", 5)):
     path = tmp_path / f"{name}.tsv"
@@ -698,11 +698,11 @@ def test_union_rates_are_sizes_and_other_methods_stay_one_to_one(tmp_path):
                     encoding="utf-8")
     files[name] = str(path)
   found = {"u": files["u"], "e": files["e"]}
-  assert runner._mixture_rates(found, {"u": "union"}, files["train"]) == {
+  rates = tasks.registry.union_rates
+  assert rates(found, ["u"], files["train"]) == {
       "original_rate": 4.0, "synthetic_rate": {"u": 3.0, "e": 4.0}}
-  assert runner._mixture_rates(found, {}, files["train"]) == {}
-  assert runner._mixture_rates({"e": files["e"]}, {"u": "union"},
-                               files["train"]) == {}
+  assert rates(found, [], files["train"]) == {}
+  assert rates({"e": files["e"]}, ["u"], files["train"]) == {}
 
 
 # ---- model selection on a dev set ------------------------------------------

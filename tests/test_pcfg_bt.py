@@ -1,6 +1,7 @@
 """Method pcfg_bt: PCFG programs counted by hand, backtranslated candidates,
 per-stage caching. Tiny grammar, tiny reverse model; no network."""
 
+import json
 import os
 import re
 import shutil
@@ -472,6 +473,17 @@ def test_bundled_outputs_of_fewer_programs_are_an_error(run, tmp_path):
   parts["programs"] = arrays.Ragged.from_rows(
       [decoded.row(i) for i in range(len(decoded) - 1)])
   arrays.save(npz, parts)
+  # Cut short beside its outputs.json: the bundle says they differ.
+  with pytest.raises(InputError, match=re.escape(npz) + r": \d+ "
+                     r"predictions of part programs for the \d+ examples"):
+    cache.run_stage(backtranslate, backtranslate.path(workdir))
+  # Both of another export (they agree): pcfg_bt counts the programs.
+  done = os.path.join(os.path.dirname(npz), bundle.OUTPUTS_FILE)
+  with open(done, encoding="utf-8") as f:
+    record = json.load(f)
+  record["parts"]["programs"]["num_examples"] = len(decoded) - 1
+  with open(done, "w", encoding="utf-8") as f:
+    json.dump(record, f)
   with pytest.raises(InputError, match=re.escape(npz) + r": \d+ decoded "
                      r"programs for the \d+ programs"):
     cache.run_stage(backtranslate, backtranslate.path(workdir))

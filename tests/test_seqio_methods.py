@@ -160,6 +160,34 @@ def test_rates_are_configurable(tmp_path):
     registry.unregister_dataset("t_rates")
 
 
+def test_a_method_that_trains_on_the_union_is_mixed_by_size(tmp_path):
+  """T5X's mixtures as the experiment runner's rows: a method whose
+  summary.json says `mixing: union` (pcfg_bt, primaug, augzero) is sampled
+  in proportion to the sizes (10 original, 5 geca), the others 1:1, its
+  selector subsets too; explicit rates still win."""
+  import json  # pylint: disable=g-import-not-at-top
+  run_dir = _make_run(tmp_path / "t_union")
+  (run_dir / "geca" / "summary.json").write_text(
+      json.dumps({"method": "geca", "mixing": "union"}), encoding="utf-8")
+  (run_dir / "csl" / "summary.json").write_text(
+      json.dumps({"method": "csl", "mixing": "equal"}), encoding="utf-8")
+  try:
+    assert registry.union_methods(run_dir) == ["geca"]
+    names = registry.register_run(run_dir, vocabulary=BYTES)
+    assert _rates(names.methods["geca"][1]) == {
+        "t_union": 10.0, "t_union_geca_synthetic": 5.0}
+    assert _rates(names.methods["csl"][1]) == {
+        "t_union": 10.0, "t_union_csl_synthetic": 10.0}
+    assert _rates(names.methods["csl_random_4"][1]) == {
+        "t_union": 10.0, "t_union_csl_random_4_synthetic": 10.0}
+    names = registry.register_run(run_dir, vocabulary=BYTES,
+                                  synthetic_rate=1.0)
+    assert _rates(names.methods["geca"][1]) == {
+        "t_union": 1.0, "t_union_geca_synthetic": 1.0}
+  finally:
+    registry.unregister_dataset("t_union")
+
+
 def test_register_dataset_with_several_methods(tmp_path):
   run_dir = _make_run(tmp_path / "run")
   try:

@@ -1,7 +1,10 @@
 """k-means (Lloyd) with k-means++ seeding, best of several initializations
 by inertia: the prototype difficulty's clustering (Zhou et al. 2023 App.
 B.2 use scikit-learn's, k = 100, 10 initializations; scikit-learn is not a
-dependency here, and this is the same algorithm)."""
+dependency here). The same algorithm in outline, not scikit-learn's in
+detail: plain k-means++ (scikit-learn tries 2 + ln k candidates per
+center), at most 100 Lloyd iterations (it allows 300), and a center left
+without points keeps its place (it moves one to a far point)."""
 
 from typing import Optional, Tuple
 

@@ -117,23 +117,6 @@ def _count_lines(path: Optional[str]) -> int:
     return sum(1 for line in f if line.strip())
 
 
-def _mixture_rates(found: Dict[str, str], row_mixing: Dict[str, str],
-                   train_tsv: str) -> Dict[str, object]:
-  """`register_run`'s rates for a run's methods `found` ({method: file}).
-
-  Without union rows, none: every mixture draws 1:1. With them, rates are
-  example counts: a union method's is its size, every other method's the
-  original's (1:1 as before), so NAME_all_mixture is consistent too.
-  """
-  if not any(row_mixing.get(m) == "union" for m in found):
-    return {}
-  original = float(_count_lines(train_tsv))
-  return {"original_rate": original,
-          "synthetic_rate": {
-              m: float(_count_lines(path)) if row_mixing.get(m) == "union"
-              else original for m, path in found.items()}}
-
-
 def _train_vocab(directory: str, files: Sequence[str], model_type: str
                  ) -> Dict[str, Any]:
   import tasks  # pylint: disable=g-import-not-at-top
@@ -594,9 +577,12 @@ def _run_cells(ctx: cell_lib.Context, cells, run_dirs, vocabs, categories,
     task = cell_lib.task_name(dataset, cell.split)
     if run_dir not in run_methods:
       found, _ = tasks.registry.find_methods(run_dir)
-      run_methods[run_dir] = found, _mixture_rates(
-          found, ctx.mixing,
-          os.path.join(run_dir, augment_lib.DATA_DIR, "train.tsv"))
+      # The rows' mixing, given here: register_run would otherwise take
+      # each method's own, which `experiment.mixing` may override.
+      run_methods[run_dir] = found, tasks.registry.union_rates(
+          found, [m for m in found if ctx.mixing.get(m) == "union"],
+          os.path.join(run_dir, augment_lib.DATA_DIR, "train.tsv")) or {
+              "original_rate": 1.0, "synthetic_rate": 1.0}
     found, rates = run_methods[run_dir]
     try:
       # No $CSL_JAX_INPUT_PREFIX (a T5 task prompt): cells train from

@@ -165,14 +165,16 @@ def diversity_stage(selections: Sequence[Tuple[str, str]], candidates: str,
                     seed: int, copies: bool = False,
                     abstraction: str = "auto",
                     weighting: str = "keysers",
-                    differ: Optional[Dict[str, Dict[str, str]]] = None
-                    ) -> method_base.Stage:
+                    differ: Optional[Dict[str, Dict[str, str]]] = None,
+                    train: Optional[str] = None) -> method_base.Stage:
   """The report's figures of a method's selections ((stage name,
   synthetic.tsv) pairs): templates covered, H(A), H(C), each against the
   mean of `RANDOM_REPEATS` uniform draws of the same size from the pool,
   and the template frequency plot. The pool is featurized once for all
   the method's selections (as CMaxEnt featurizes it), and again only when
-  one of them or the candidates change."""
+  one of them or the candidates change. With `train` (the run's training
+  pairs), also the templates of each selection with the training set's
+  (Oren et al.'s Table 8 counts those)."""
 
   def run(directory: str) -> Dict[str, Any]:
     pool = tsv.read_tsv(candidates, allow_empty=True)
@@ -204,8 +206,18 @@ def diversity_stage(selections: Sequence[Tuple[str, str]], candidates: str,
     out["pool_queries"] = int(feats.valid.sum())
     out["pool_templates"] = int(np.unique(
         feats.template_of[feats.valid]).size)
+    train_templates = None
+    if train:
+      try:
+        train_templates = diversity.templates_of(
+            tsv.read_tsv(train), feats.abstraction)
+        out["train_templates"] = len(train_templates)
+      except InputError as e:  # the abstraction reads none of them
+        logging.warning("%s: no templates of the training set: %s", train,
+                        e)
     rows = diversity.report_rows(feats, indices, seed=seed,
-                                 random_repeats=RANDOM_REPEATS)
+                                 random_repeats=RANDOM_REPEATS,
+                                 train_templates=train_templates)
     whole = diversity.diversity(feats, np.arange(len(pool)))
     figures = [dict(whole, selection="pool (all candidates)")]
     for row, rand in zip(rows[::2], rows[1::2], strict=True):
@@ -226,7 +238,8 @@ def diversity_stage(selections: Sequence[Tuple[str, str]], candidates: str,
   if copies:
     config["copies_read_as_originals"] = True
   return method_base.Stage(
-      DIVERSITY_STAGE, [candidates] + [path for _, path in selections],
+      DIVERSITY_STAGE, [candidates] + [path for _, path in selections] +
+      ([train] if train else []),
       config, run)
 
 
@@ -439,11 +452,14 @@ def _augment(run_dir, dataset, split, data_dir, dataset_options, methods,
                                                     "synthetic.tsv")))
       if selections:
         stage = diversity_stage(selections, candidates, select_seed, copies,
-                                *diversity_settings(selectors))
+                                *diversity_settings(selectors),
+                                train=run_data.train)
         _run(stage, stage.path(workdir), method.name, stage_summaries,
              summary)
       atomic_write_json(os.path.join(workdir, "summary.json"), {
           "method": method.name, "data_key": data_key,
+          # How it trains (`tasks.register_run`'s mixture rates).
+          "mixing": getattr(method, "mixing", "equal"),
           "stages": stage_summaries,
           "stage_order": list(stage_summaries),
           "report_rows": [list(r) for r in

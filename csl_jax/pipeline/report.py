@@ -258,8 +258,10 @@ _SELECTIONS_INTRO = (
     "nats (Oren et al., 2021), each with a random selection of the same "
     "size for comparison.")
 SELECTION_HEADER = ["method", "selection", "size", "templates covered",
-                    "H(A)", "H(C)", "random: templates covered",
-                    "random: H(A)", "random: H(C)"]
+                    "with the training set's (Table 8)", "H(A)", "H(C)",
+                    "random: templates covered",
+                    "random: with the training set's", "random: H(A)",
+                    "random: H(C)"]
 
 
 def _selections(run_dir: str, methods: Sequence[str],
@@ -286,15 +288,18 @@ def _selections(run_dir: str, methods: Sequence[str],
             f"{sel} selected with " + ", ".join(
                 f"{k} {v}" for k, v in sorted(d.items()))
             for sel, d in sorted(s["selectors_differ"].items())))
+      def with_train(d, digits=0):
+        value = d.get("templates_with_train")
+        return "—" if value is None else f"{value:,.{digits}f}"
       for d in s["diversity"]:
         rand = d.get("random")
         rows.append(
             [m, d["selection"], f'{d["size"]:,}',
-             f'{d["templates_covered"]:,}', f'{d["atom_entropy"]:.3f}',
-             f'{d["compound_entropy"]:.3f}'] +
-            ([f'{rand["templates_covered"]:,.1f}',
+             f'{d["templates_covered"]:,}', with_train(d),
+             f'{d["atom_entropy"]:.3f}', f'{d["compound_entropy"]:.3f}'] +
+            ([f'{rand["templates_covered"]:,.1f}', with_train(rand, 1),
               f'{rand["atom_entropy"]:.3f}',
-              f'{rand["compound_entropy"]:.3f}'] if rand else ["—"] * 3))
+              f'{rand["compound_entropy"]:.3f}'] if rand else ["—"] * 4))
       plot = f"{m}/{stage}/{s['plot']}" if s.get("plot") else None
       if plot and os.path.exists(os.path.join(run_dir, plot)):
         plots.append((f"{m}: template frequencies of the selections", plot))

@@ -25,7 +25,7 @@ same size; `plot_template_frequency` draws their Fig. 5/7.
 """
 
 import dataclasses
-from typing import Dict, List, Mapping, Optional, Sequence
+from typing import AbstractSet, Dict, List, Mapping, Optional, Sequence, Set
 
 from absl import logging
 import numpy as np
@@ -145,26 +145,46 @@ def _multiplicity(features: PoolFeatures, indices: np.ndarray) -> np.ndarray:
   return np.where(features.valid, mult, 0.0)
 
 
-def diversity(features: PoolFeatures, indices: Sequence[int]
+def diversity(features: PoolFeatures, indices: Sequence[int],
+              train_templates: Optional[AbstractSet[str]] = None
               ) -> Dict[str, float]:
   """Templates covered, template entropy, H(A), H(C) of a selection (its
-  unreadable candidates count in `size` only)."""
+  unreadable candidates count in `size` only). With `train_templates` (the
+  training set's, `templates_of`), also the templates of the selection and
+  the training set together: what Oren et al.'s Table 8 counts ("seen
+  during pre-training and fine-tuning")."""
   indices = np.asarray(indices, np.int64)
   mult = _multiplicity(features, indices)
   tmpl = np.bincount(features.template_of, weights=mult,
                      minlength=len(features.templates))
-  return {
+  out = {
       "size": int(len(indices)),
       "templates_covered": int((tmpl > 0).sum()),
       "template_entropy": entropy(tmpl),
       "atom_entropy": entropy(features.atoms.T @ mult),
       "compound_entropy": entropy(features.compounds.T @ mult),
   }
+  if train_templates is not None:
+    out["templates_with_train"] = len(
+        {features.templates[t] for t in np.flatnonzero(tmpl > 0)}
+        | set(train_templates))
+  return out
+
+
+def templates_of(examples: Sequence[Example], abstraction: str
+                 ) -> Set[str]:
+  """The templates of the examples the abstraction reads (e.g. a training
+  set's, for `diversity`'s `train_templates`)."""
+  feats = featurize(examples, abstraction, structure=False)
+  return {feats.templates[t]
+          for t in np.unique(feats.template_of[feats.valid])}
 
 
 def report_rows(features: PoolFeatures,
                 selections: Mapping[str, Sequence[int]], seed: int = 0,
-                random_repeats: int = 1) -> List[Dict[str, object]]:
+                random_repeats: int = 1,
+                train_templates: Optional[AbstractSet[str]] = None
+                ) -> List[Dict[str, object]]:
   """One row per selection and one per random selection of the same size.
 
   Random rows (`random`) average `random_repeats` uniform samples.
@@ -175,9 +195,10 @@ def report_rows(features: PoolFeatures,
   # read: they would shrink the baseline's figures).
   selectable = np.flatnonzero(features.valid[features.query_of])
   for name, idx in selections.items():
-    row = {"selector": name, **diversity(features, idx)}
+    row = {"selector": name, **diversity(features, idx, train_templates)}
     rows.append(row)
-    rand = [diversity(features, rng.permutation(selectable)[:len(idx)])
+    rand = [diversity(features, rng.permutation(selectable)[:len(idx)],
+                      train_templates)
             for _ in range(random_repeats)]
     rows.append({"selector": f"random (same size as {name})",
                  **{k: float(np.mean([r[k] for r in rand])) for k in rand[0]}})

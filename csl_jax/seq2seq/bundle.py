@@ -299,9 +299,18 @@ def outputs(bundle: str, cell: str, stage_key: str
   if not spec or not done or spec.get("stage_key") != stage_key or \
       done.get("stage_key", stage_key) != stage_key:
     return None
-  predicted = arrays.load(os.path.join(directory, PREDICTIONS_FILE))
+  path = os.path.join(directory, PREDICTIONS_FILE)
+  predicted = arrays.load(path)
   for part, record in done["parts"].items():
-    ragged = predicted[part]
+    ragged = predicted.get(part)
+    # A file from another decoding (or cut short): never scored as these.
+    if ragged is None or len(ragged) != record.get("num_examples",
+                                                   len(ragged)):
+      raise InputError(
+          f"{'no' if ragged is None else len(ragged)} predictions of part "
+          f"{part} for the {record.get('num_examples', '?')} examples "
+          f"{OUTPUTS_FILE} names: the cell's outputs do not belong together "
+          f"(remove both and run `csl-jax run-bundle` again)", path)
     record["ids"] = [ragged.row(i).tolist() for i in range(len(ragged))]
   return done
 
