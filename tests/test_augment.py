@@ -447,3 +447,27 @@ def test_a_last_stage_that_describes_names_whose_candidates(tmp_path,
                           methods=[_Described.name])
   finally:
     _Described.name_them = True
+
+
+def test_scan_candidates_are_checked_by_the_interpreter(tmp_path):
+  """peers.md §5: an augmentation says its correctness where an
+  interpreter exists. By hand: `walk twice` is right, `run left` wrong
+  (I_TURN_LEFT I_RUN), `walk walk` no SCAN command, and a copy `jump@2
+  twice` right once read as `jump twice`."""
+  from csl_jax.pipeline import augment  # pylint: disable=g-import-not-at-top
+  from csl_jax.pipeline import cache  # pylint: disable=g-import-not-at-top
+  path = tmp_path / "candidates.tsv"
+  tsv.write_tsv(str(path), [("walk twice", "I_WALK I_WALK"),
+                            ("run left", "I_RUN I_TURN_LEFT"),
+                            ("walk walk", "I_WALK I_WALK"),
+                            ("jump@2 twice", "I_JUMP@2 I_JUMP@2")])
+  plain = cache.run_stage(augment.interpreter_stage(str(path)),
+                          str(tmp_path / "plain"))
+  assert (plain["checked"], plain["correct"], plain["not_scan_commands"]) \
+      == (4, 1, 2)
+  copies = cache.run_stage(augment.interpreter_stage(str(path), True),
+                           str(tmp_path / "copies"))
+  assert (copies["correct"], copies["not_scan_commands"]) == (2, 1)
+  assert augment.interpreter_row(copies) == (
+      "Pairs SCAN's interpreter confirms (commands that are no SCAN "
+      "command)", "2 of 4 (50.00 %; 1)")

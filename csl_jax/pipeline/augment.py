@@ -24,6 +24,7 @@ import gin
 import numpy as np
 
 from csl_jax.data import registry as data_registry
+from csl_jax.data import scan
 from csl_jax.data import token_copies
 from csl_jax.data import tsv
 from csl_jax.errors import InputError
@@ -133,6 +134,42 @@ def select_stage(selector: str, k: int, seed: int, candidates: str,
     config["options"] = chooser.config()
   return method_base.Stage(f"{selector}_{k}", [candidates, train], config,
                            run)
+
+
+INTERPRETER_STAGE = "scan_check"
+
+
+def interpreter_stage(candidates: str, copies: bool = False
+                      ) -> method_base.Stage:
+  """SCAN's interpreter over a method's candidates: how many commands give
+  their pair's action sequence (peers.md §5: every augmentation says its
+  correctness where an interpreter exists; for pcfg_bt, Y&K's
+  backtranslation correctness, Y7). With `copies` each token copy is read
+  as the token it copies (`jump@2` is a jump)."""
+
+  def run(directory: str) -> Dict[str, Any]:
+    del directory
+    pool = tsv.read_tsv(candidates, allow_empty=True)
+    right = not_scan = 0
+    for ex in originals(pool) if copies else pool:
+      try:
+        right += scan.interpret(ex.input) == " ".join(ex.output.split())
+      except InputError:  # a command SCAN's grammar does not make
+        not_scan += 1
+    return {"interpreter": "scan", "checked": len(pool), "correct": right,
+            "not_scan_commands": not_scan}
+
+  return method_base.Stage(
+      INTERPRETER_STAGE, [candidates],
+      {"interpreter": "scan", "copies_read_as_originals": copies}, run)
+
+
+def interpreter_row(summary: Mapping[str, Any]) -> Tuple[str, str]:
+  n = summary["checked"]
+  return ("Pairs SCAN's interpreter confirms (commands that are no SCAN "
+          "command)", f'{summary["correct"]:,} of {n:,} '
+          f'({100 * summary["correct"] / max(n, 1):.2f} %; '
+          f'{summary["not_scan_commands"]:,})')
 
 
 DIVERSITY_STAGE = "diversity"
@@ -456,14 +493,19 @@ def _augment(run_dir, dataset, split, data_dir, dataset_options, methods,
                                 train=run_data.train)
         _run(stage, stage.path(workdir), method.name, stage_summaries,
              summary)
+      rows = method.report_rows(stage_summaries)
+      if dataset == "scan":  # the one dataset with an interpreter here
+        stage = interpreter_stage(candidates, copies)
+        _run(stage, stage.path(workdir), method.name, stage_summaries,
+             summary)
+        rows = list(rows) + [interpreter_row(stage_summaries[stage.name])]
       atomic_write_json(os.path.join(workdir, "summary.json"), {
           "method": method.name, "data_key": data_key,
           # How it trains (`tasks.register_run`'s mixture rates).
           "mixing": getattr(method, "mixing", "equal"),
           "stages": stage_summaries,
           "stage_order": list(stage_summaries),
-          "report_rows": [list(r) for r in
-                          method.report_rows(stage_summaries)]})
+          "report_rows": [list(r) for r in rows]})
     if waiting:
       raise Pending(*waiting, how="\n\n".join(hows))
     summary["report"] = report_lib.write_report(run_dir)
