@@ -109,6 +109,8 @@ def _split_rows(cfg, split, train, test, args):
             # PCFGBTConfig.known_tokens_only: over the training tokens.
             "uniform (training tokens)": (pcfg.uniform(
                 cfg, {t for y in train_y for t in y.split()}), {}),
+            # PCFGBTConfig.uniform_factored: Y&K's XNonterm | XTerm.
+            "uniform (factored)": (pcfg.uniform(cfg, factored=True), {}),
             "test (oracle)": pcfg.estimate(cfg, test_y, "test")}
   estimate_seconds = time.time() - tick
   # Y&K Table 5 describes each training set: the original, or the

@@ -212,3 +212,32 @@ def test_scan_action_grammar_is_exactly_scans_outputs():
       == 3  # turn opposite left; turn left twice; turn left, turn left
   assert counts.expected_counts(tables, ["I_WALK", "I_JUMP", "I_RUN"])[0] \
       == 0
+
+
+def test_uniform_factored_by_hand():
+  """Y&K's factorization X -> XNonterm | XTerm: half to the productions
+  that may recurse. S -> S S | S a | a | b | c | A: plain 1/6 each,
+  expected offspring of S 2/6 + 1/6 = 0.5; factored 1/4, 1/4 (recursing)
+  and 1/8 x 4: 2/4 + 1/4 = 0.75. A -> b | c (nothing below recurses): one
+  group, 1/2 each."""
+  cfg = parse_output_cfg("S -> S S | S a | a | b | c | A\nA -> b | c\n")
+  plain, factored = pcfg.uniform(cfg), pcfg.uniform(cfg, factored=True)
+  assert pcfg.recursive_categories(cfg) == {"S"}
+  rhs = [" ".join(s.name for s in p.rhs) for p in cfg.productions]
+  got = dict(zip([f"{p.lhs}->{r}" for p, r in zip(cfg.productions, rhs)],
+                 factored.probs))
+  assert got == pytest.approx({"S->S S": 0.25, "S->S a": 0.25,
+                               "S->a": 0.125, "S->b": 0.125, "S->c": 0.125,
+                               "S->A": 0.125, "A->b": 0.5, "A->c": 0.5})
+  assert pcfg.criticality(plain) == pytest.approx(3 / 6)
+  assert pcfg.criticality(factored) == pytest.approx(0.75)
+  # FunQL: supercritical under 1/k, subcritical factored.
+  funql = load_output_cfg(assets.resolve("tasks/geoquery/funql.cfg"))
+  assert pcfg.criticality(pcfg.uniform(funql)) > 1
+  assert pcfg.criticality(pcfg.uniform(funql, factored=True)) < 0.7
+  # With the training tokens, over the productions that remain.
+  known = pcfg.uniform(cfg, {"a", "b"}, factored=True)
+  got = dict(zip([f"{p.lhs}->{r}" for p, r in zip(cfg.productions, rhs)],
+                 known.probs))
+  assert got["S->c"] == 0 and got["S->a"] == pytest.approx(1 / 6)
+  assert got["A->b"] == 1.0

@@ -94,8 +94,11 @@ def test_uniform_and_train_programs_by_hand(run):
   assert sorted(_programs(known)) == sorted(_programs(trained))
   assert known["programs"]["estimate"] == {"productions_used": 4,
                                            "productions": 5}
-  assert "known_tokens_only" not in _method(tmp_path).stages(
-      run_data, workdir)[0].config
+  for option in ("known_tokens_only", "uniform_factored"):
+    assert option not in _method(tmp_path).stages(run_data,
+                                                  workdir)[0].config
+  assert _method(tmp_path, uniform_factored=True).stages(
+      run_data, workdir)[0].config["uniform_factored"] is True
   # Backtranslations by beam search are keyed on what beam search returns
   # (a finished beam first since session 33); greedy ones keep their key.
   from csl_jax.seq2seq import config as seq2seq_config  # pylint: disable=g-import-not-at-top

@@ -45,7 +45,8 @@ def _normalize(cfg, weights: np.ndarray) -> np.ndarray:
                      for p, w in zip(cfg.productions, weights, strict=True)])
 
 
-def uniform(cfg, tokens: Optional[Collection[str]] = None) -> PCFG:
+def uniform(cfg, tokens: Optional[Collection[str]] = None,
+            factored: bool = False) -> PCFG:
   """1/k for each of a category's k productions.
 
   With `tokens`, only the productions whose terminals are all in `tokens`
@@ -53,12 +54,20 @@ def uniform(cfg, tokens: Optional[Collection[str]] = None) -> PCFG:
   those, 0 for the rest): e.g. a grammar's constants `m0 ... m9` where the
   data has only m0 and m1.
 
+  With `factored`, uniform in Y&K's factorization of each category X into
+  `X -> XNonterm [0.5] | XTerm [0.5]` (their GeoQuery grammar): half to the
+  productions that may recurse (a category on the right that reaches a
+  cycle), half to the others, 1/k within each half (all to one half where
+  the other is empty). A grammar whose plain uniform PCFG is supercritical
+  (FunQL: 1.011) can be subcritical so (0.58).
+
   Raises:
     InputError: with `tokens`, the start category derives no string of them.
   """
   if tokens is None:
-    return PCFG(cfg, _normalize(cfg, np.ones(len(cfg.productions))),
-                "uniform")
+    weights = np.ones(len(cfg.productions))
+    return PCFG(cfg, _normalize(cfg, _factored(cfg, weights) if factored
+                                else weights), "uniform")
   tokens = set(tokens)
   known = [all(s.name in tokens for s in p.rhs if s.terminal)
            for p in cfg.productions]
@@ -77,7 +86,46 @@ def uniform(cfg, tokens: Optional[Collection[str]] = None) -> PCFG:
   weights = np.asarray([
       float(ok and all(s.terminal or s.name in productive for s in p.rhs))
       for p, ok in zip(cfg.productions, known, strict=True)])
-  return PCFG(cfg, _normalize(cfg, weights), "uniform")
+  return PCFG(cfg, _normalize(cfg, _factored(cfg, weights) if factored
+                              else weights), "uniform")
+
+
+def recursive_categories(cfg) -> set:
+  """The categories from which a derivation can grow without bound: those
+  that reach a cycle of categories (themselves included)."""
+  children = collections.defaultdict(set)
+  for p in cfg.productions:
+    children[p.lhs].update(s.name for s in p.rhs if not s.terminal)
+
+  def reach(category):
+    seen, todo = set(), [category]
+    while todo:
+      for child in children[todo.pop()]:
+        if child not in seen:
+          seen.add(child)
+          todo.append(child)
+    return seen
+
+  reached = {c: reach(c) for c in list(children)}
+  cyclic = {c for c, r in reached.items() if c in r}
+  return {c for c, r in reached.items() if c in cyclic or r & cyclic}
+
+
+def _factored(cfg, weights: np.ndarray) -> np.ndarray:
+  """`weights` (1 or 0 per production) as `uniform(factored=True)` has
+  them: per category, half to each nonempty group, 1/k within it."""
+  recursive = recursive_categories(cfg)
+  groups = collections.defaultdict(lambda: ([], []))
+  for i, p in enumerate(cfg.productions):
+    if weights[i] > 0:
+      grows = any(not s.terminal and s.name in recursive for s in p.rhs)
+      groups[p.lhs][grows].append(i)
+  out = np.zeros(len(cfg.productions))
+  for stops, grows in groups.values():
+    share = 0.5 if stops and grows else 1.0
+    for group in (stops, grows):
+      out[group] = share / max(len(group), 1)
+  return out
 
 
 def estimate(cfg, outputs: Sequence[str], name: str = "train"

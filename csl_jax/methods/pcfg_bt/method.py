@@ -79,6 +79,11 @@ class PCFGBTConfig:
       model never saw (`tasks/geoquery/funql.cfg` allows m0 ... m9, the
       GeoQuery data has m0 and m1). False: over every production (Y&K's
       P_uniform). train and test give unseen productions 0 either way.
+    uniform_factored: uniform only: uniform in Y&K's factorization of
+      each category into `X -> XNonterm | XTerm` (half to the productions
+      that may recurse, half to the others; `pcfg.uniform`), as their
+      GeoQuery grammar has it; a grammar supercritical under plain 1/k
+      weights (FunQL) is subcritical so (gin/pcfg_bt/geoquery.gin).
     beam_size: backtranslation beam (the paper: 4; 1 is greedy).
     decode_batch_size: programs decoded per batch.
     reverse_vocabulary: the reverse model's vocabulary: "tasks" (the tasks'
@@ -125,6 +130,7 @@ class PCFGBTConfig:
   max_depth: Optional[int] = 64
   seed: int = 0
   known_tokens_only: bool = False
+  uniform_factored: bool = False
   beam_size: int = 4
   decode_batch_size: int = 64
   reverse_vocabulary: str = "tasks"
@@ -225,7 +231,8 @@ def _estimate(cfg, grammar: str, train: str, train_outputs: Sequence[str],
     try:
       pcfg = pcfg_lib.uniform(
           cfg, {t for y in train_outputs for t in y.split()}
-          if config.known_tokens_only else None)
+          if config.known_tokens_only else None,
+          factored=config.uniform_factored)
     except InputError as e:
       raise InputError(f"{grammar}: {e} (known_tokens_only: the tokens of "
                        f"the outputs of {train})") from None
@@ -721,8 +728,9 @@ class PCFGBT:
     for key in [k for k in sampling if k.startswith("reverse_")] + [
         "beam_size", "decode_batch_size", "grammar", "t5x_predictions"]:
       sampling.pop(key)
-    if not self.config.known_tokens_only:
-      sampling.pop("known_tokens_only")  # the key it had before the option
+    for option in ("known_tokens_only", "uniform_factored"):
+      if not sampling[option]:
+        sampling.pop(option)  # the key it had before the option
     programs_dir = os.path.join(workdir, "programs")
     # One reverse model for every pcfg_bt variant of the run (P_train's and
     # P_uniform's are the same model): RUN/pcfg_bt_reverse_model.
