@@ -463,11 +463,20 @@ def test_scan_candidates_are_checked_by_the_interpreter(tmp_path):
                             ("jump@2 twice", "I_JUMP@2 I_JUMP@2")])
   plain = cache.run_stage(augment.interpreter_stage(str(path)),
                           str(tmp_path / "plain"))
-  assert (plain["checked"], plain["correct"], plain["not_scan_commands"]) \
+  assert (plain["checked"], plain["correct"], plain["not_commands"]) \
       == (4, 1, 2)
   copies = cache.run_stage(augment.interpreter_stage(str(path), True),
                            str(tmp_path / "copies"))
-  assert (copies["correct"], copies["not_scan_commands"]) == (2, 1)
+  assert (copies["correct"], copies["not_commands"]) == (2, 1)
   assert augment.interpreter_row(copies) == (
-      "Pairs SCAN's interpreter confirms (commands that are no SCAN "
+      "Pairs SCAN's interpreter confirms (inputs that are no SCAN "
       "command)", "2 of 4 (50.00 %; 1)")
+  # SCAN*'s (SCAN's four verbs and p4..p199, no `turn`): `p7 twice` is
+  # right, `p7` wrong, `turn left` and `p3` (no verb) no SCAN* commands.
+  star = tmp_path / "star.tsv"
+  tsv.write_tsv(str(star), [("p7 twice", "I_P7 I_P7"), ("p7", "I_JUMP"),
+                            ("turn left", "I_TURN_LEFT"), ("p3", "I_P3")])
+  got = cache.run_stage(augment.interpreter_stage(str(star), False,
+                                                  "scan_star"),
+                        str(tmp_path / "star"))
+  assert (got["checked"], got["correct"], got["not_commands"]) == (4, 1, 2)

@@ -86,11 +86,12 @@ def test_pool_curve_by_hand():
                                     "250": round(5 / 11, 4),
                                     "500": round(9 / 11, 4), "750": 1.0}
   assert curve["all_available_from_step"] == 641
-  # One primitive in most examples: the pool is nearly whole at step 0.
+  # One primitive in most examples: when it comes first (seed 1) the pool
+  # is nearly whole at step 0; when it comes last (seed 0), a ninth.
   skewed = [(f"walk {w}", "WALK") for w in "abcdefgh"] + [("jump", "JUMP")]
-  assert curriculum.pool_curve(
-      curriculum.primitive_ranks(skewed, seed=0), 100)["share_at_step"][
-          "0"] in (round(1 / 9, 4), round(8 / 9, 4))
+  first = [curriculum.pool_curve(curriculum.primitive_ranks(
+      skewed, seed=seed), 100)["share_at_step"]["0"] for seed in (0, 1)]
+  assert first == [round(1 / 9, 4), round(8 / 9, 4)]
 
 
 def test_batches_depend_on_seed_and_step_only():

@@ -85,8 +85,11 @@ def test_primaug_copies_are_consistent_distinct_and_map_back(factor):
   # data's repetition is kept), none an original pair.
   assert not set(new) & set(PAIRS)
   counts = collections.Counter(new)
-  assert {token_copies.original_token(p[0]) for p, n in counts.items()
-          if n > 1} <= {"jump"}
+  repeated = {token_copies.original_token(p[0]) for p, n in counts.items()
+              if n > 1}
+  # At K = 5 (six forms, four new pairs each) the two jump examples share
+  # a copy at this seed; at K = 2 (three forms, one each) they do not.
+  assert repeated == ({"jump"} if factor == 5 else set())
   # `jump` is listed twice: its two examples each get their own copies.
   for pair in set(PAIRS):
     assert back[pair] <= (factor - 1) * PAIRS.count(pair)
@@ -342,3 +345,19 @@ def test_augzero_mix_through_the_pipeline(tmp_path, clear_gin):
   again = pipeline.augment(run, dataset="tsv", data_dir=str(data),
                            methods=["augzero_mix"])
   assert not again["stages"]["augzero_mix/generate"]["cached"]
+
+
+def test_primaug_geoquery_gin_is_app_c2():
+  """GeoQuery's entities (App. C.2): K forms and exactly K - 1 new versions
+  of every example; SCAN's class defaults are App. C.1's K + 1 forms."""
+  import gin  # pylint: disable=g-import-not-at-top
+  from csl_jax import assets  # pylint: disable=g-import-not-at-top
+  assert (primaug.PrimAugConfig().forms,
+          primaug.PrimAugConfig().attempts) == ("k_plus_1", 2)
+  gin.clear_config()
+  try:
+    gin.parse_config_file(assets.resolve("gin/primaug/geoquery.gin"))
+    config = primaug.PrimAugConfig()
+  finally:
+    gin.clear_config()
+  assert (config.forms, config.attempts) == ("k", 0)

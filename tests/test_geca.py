@@ -413,6 +413,11 @@ def test_method_stage_writes_candidates(tmp_path):
   assert os.path.exists(os.path.join(out, "stats.json"))
   rows = dict(method.report_rows({"generate": summary}))
   assert rows["GECA generated pairs"] == "1"
+  assert rows["GECA full-example overlap with test"] == "0.0% -> 100.0%"
+  method.eval_part = "gen"  # COGS's: the row names the part it is of
+  assert "GECA full-example overlap with gen" in dict(
+      method.report_rows({"generate": summary}))
+  method.eval_part = "test"
   # A windowed stage cached under the old rule is made again; the
   # whole-template key (every shipped setting) is as it was.
   assert "window_rule" not in stages[0].config
@@ -421,15 +426,20 @@ def test_method_stage_writes_candidates(tmp_path):
       "window_rule"] == 2
 
 
-@pytest.mark.parametrize("name, wug_size, limit", [
-    ("scan", 1, None), ("geoquery", 4, 50), ("cogs", 4, 50)])
-def test_gin_files(name, wug_size, limit):
+@pytest.mark.parametrize("name, wug_size, limit, dedup, part", [
+    ("scan", 1, None, True, "test"), ("geoquery", 4, 50, False, "test"),
+    ("cogs", 4, 50, True, "gen")])
+def test_gin_files(name, wug_size, limit, dedup, part):
+  # The release's flags: --dedup in its SCAN script only; COGS's overlap
+  # figures against gen, its compositional part.
   root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
   gin.clear_config()
   try:
     gin.parse_config_file(os.path.join(root, "gin", "geca", f"{name}.gin"))
-    config = base.get("geca").config
+    method = base.get("geca")
   finally:
     gin.clear_config()
+  config = method.config
   assert config.wug_size == wug_size and config.wug_limit == limit
   assert config.window is None and config.wug_count == 2
+  assert (config.dedup, method.eval_part) == (dedup, part)

@@ -179,7 +179,7 @@ def test_tables_5_and_6_of_the_augmented_training_set_by_hand(run,
   assert any(label.startswith("Table 5, outputs") for label in rows)
   label = next(k for k in rows if k.startswith("Per-token perplexity"))
   assert rows[label] == (f"{108 ** (1 / 3):.3f} (0 of 2 with p = 0) / "
-                         f"{108 ** (1 / 3):.3f} (2) / ∞ (0)")
+                         f"{108 ** (1 / 3):.3f} (2) / — (0)")
   # P_train gives `run` probability 0: no test output counts. The PCFG is
   # estimated once, by the programs stage; statistics reads its file.
   from csl_jax.pcfg import pcfg as pcfg_lib  # pylint: disable=g-import-not-at-top
@@ -776,3 +776,40 @@ def test_perplexity_rows_compare_over_one_set_of_outputs():
   assert (trained["value"], trained["zero_probability"]) == (None, 1)
   assert trained["scored"] == trained["common"] == {
       "value": pytest.approx(3), "outputs": 1}
+  # Training outputs the grammar does not parse: no P_train to compare
+  # over, said, while P_uniform's own figures stand.
+  alone = _perplexities(pcfg_lib.uniform(cfg), cfg, test, ["fly", "swim"],
+                        "G on T")
+  assert alone["common"] == {"value": None, "outputs": 0}
+  assert alone["value"] == pytest.approx(6)
+
+
+def test_y_and_k_settings_of_the_grids():
+  """Y&K concatenate the synthetic pairs with the original ones (§4: COGS,
+  SCAN), decode with beam 4 (App. B.2), and sample GeoQuery's uniform PCFG
+  in their XNonterm | XTerm factorization."""
+  # pylint: disable=g-import-not-at-top
+  import gin
+  from csl_jax import assets
+  from csl_jax.cli import experiment
+  # pylint: enable=g-import-not-at-top
+  assert base.get("pcfg_bt_uniform").mixing == "union"
+  experiment.register_configurables()
+  root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+  for name in ("scan_pcfg_bt", "cogs_pcfg_bt"):
+    gin.clear_config()
+    try:
+      gin.add_config_file_search_path(root)
+      gin.parse_config_files_and_bindings(
+          [f"gin/experiments/{name}.gin"], [], finalize_config=False)
+      beam = gin.query_parameter("experiment.beam_size")
+    finally:
+      gin.clear_config()
+    assert beam == 4, name
+  gin.clear_config()
+  try:
+    gin.parse_config_file(assets.resolve("gin/pcfg_bt/geoquery.gin"))
+    config = PCFGBTConfig()
+  finally:
+    gin.clear_config()
+  assert config.uniform_factored and config.distribution == "uniform"

@@ -805,8 +805,8 @@ def test_report_measures_with_a_setting_only_every_selector_shares(
       "random_repeats": 10,
       "selectors_differ": {"cmaxent": {"weighting": "none"}}}}}}
   notes = report._selections("/nonexistent", ["csl"], info)[1]  # pylint: disable=protected-access
-  assert "csl: measured with the defaults, while cmaxent selected with " \
-      "weighting none" in notes
+  assert "csl: measured with auto templates and keysers weights, while " \
+      "cmaxent selected with weighting none" in notes
 
 
 def test_unparseable_candidates_are_not_a_template():

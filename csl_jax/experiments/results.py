@@ -208,8 +208,8 @@ def seen_table(records: Sequence[Mapping[str, Any]]
   table: Dict[str, Dict[str, Dict[str, float]]] = {}
   for data in tables[-1]:
     for column in columns:
-      # "–" where none
-      for (_, suffix), part in zip(fields, tables, strict=True):
+      for (_, suffix), part in zip(fields, tables,
+                                   strict=True):  # "–" where none
         table.setdefault(data, {})[f"{column} {suffix}"] = part.get(
             data, {}).get(column, mean_std([]))
   return table

@@ -14,6 +14,7 @@ The run directory contract (read by the report and `tasks.register_run`):
 One process at a time holds the directory (`lock.run_lock`).
 """
 
+import functools
 import hashlib
 import os
 from typing import (Any, Dict, List, Mapping, Optional, Sequence, Tuple,
@@ -139,37 +140,48 @@ def select_stage(selector: str, k: int, seed: int, candidates: str,
 INTERPRETER_STAGE = "scan_check"
 
 
-def interpreter_stage(candidates: str, copies: bool = False
-                      ) -> method_base.Stage:
-  """SCAN's interpreter over a method's candidates: how many commands give
-  their pair's action sequence (peers.md §5: every augmentation says its
-  correctness where an interpreter exists; for pcfg_bt, Y&K's
-  backtranslation correctness, Y7). With `copies` each token copy is read
-  as the token it copies (`jump@2` is a jump)."""
+# The datasets whose inputs a program interprets into their outputs.
+INTERPRETERS = ("scan", "scan_star")
+
+
+def interpreter_stage(candidates: str, copies: bool = False,
+                      dataset: str = "scan") -> method_base.Stage:
+  """The dataset's interpreter (SCAN's or SCAN*'s) over a method's
+  candidates: how many commands give their pair's action sequence (peers.md
+  §5: every augmentation says its correctness where an interpreter exists;
+  for pcfg_bt, Y&K's backtranslation correctness, Y7). With `copies` each
+  token copy is read as the token it copies (`jump@2` is a jump)."""
+  if dataset == "scan_star":
+    from csl_jax.data import scan_star  # pylint: disable=g-import-not-at-top
+    interpret = functools.partial(scan_star.interpret,
+                                  verbs=scan_star.primitives())
+  else:
+    interpret = scan.interpret
 
   def run(directory: str) -> Dict[str, Any]:
     del directory
     pool = tsv.read_tsv(candidates, allow_empty=True)
-    right = not_scan = 0
+    right = not_commands = 0
     for ex in originals(pool) if copies else pool:
       try:
-        right += scan.interpret(ex.input) == " ".join(ex.output.split())
-      except InputError:  # a command SCAN's grammar does not make
-        not_scan += 1
-    return {"interpreter": "scan", "checked": len(pool), "correct": right,
-            "not_scan_commands": not_scan}
+        right += interpret(ex.input) == " ".join(ex.output.split())
+      except InputError:  # a command the dataset's grammar does not make
+        not_commands += 1
+    return {"interpreter": dataset, "checked": len(pool), "correct": right,
+            "not_commands": not_commands}
 
   return method_base.Stage(
       INTERPRETER_STAGE, [candidates],
-      {"interpreter": "scan", "copies_read_as_originals": copies}, run)
+      {"interpreter": dataset, "copies_read_as_originals": copies}, run)
 
 
 def interpreter_row(summary: Mapping[str, Any]) -> Tuple[str, str]:
-  n = summary["checked"]
-  return ("Pairs SCAN's interpreter confirms (commands that are no SCAN "
+  n, name = summary["checked"], {"scan_star": "SCAN*"}.get(
+      summary["interpreter"], "SCAN")
+  return (f"Pairs {name}'s interpreter confirms (inputs that are no {name} "
           "command)", f'{summary["correct"]:,} of {n:,} '
           f'({100 * summary["correct"] / max(n, 1):.2f} %; '
-          f'{summary["not_scan_commands"]:,})')
+          f'{summary["not_commands"]:,})')
 
 
 DIVERSITY_STAGE = "diversity"
@@ -494,8 +506,8 @@ def _augment(run_dir, dataset, split, data_dir, dataset_options, methods,
         _run(stage, stage.path(workdir), method.name, stage_summaries,
              summary)
       rows = method.report_rows(stage_summaries)
-      if dataset == "scan":  # the one dataset with an interpreter here
-        stage = interpreter_stage(candidates, copies)
+      if dataset in INTERPRETERS:
+        stage = interpreter_stage(candidates, copies, dataset)
         _run(stage, stage.path(workdir), method.name, stage_summaries,
              summary)
         rows = list(rows) + [interpreter_row(stage_summaries[stage.name])]

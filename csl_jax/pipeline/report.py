@@ -284,7 +284,8 @@ def _selections(run_dir: str, methods: Sequence[str],
           f"weights; random: the mean of {s['random_repeats']} uniform "
           "draws of the same size from the same pool")
       if s.get("selectors_differ"):  # the selectors disagree: defaults used
-        notes.append(f"{m}: measured with the defaults, while " + "; ".join(
+        notes.append(f"{m}: measured with {s['abstraction']} templates and "
+                     f"{s['weighting']} weights, while " + "; ".join(
             f"{sel} selected with " + ", ".join(
                 f"{k} {v}" for k, v in sorted(d.items()))
             for sel, d in sorted(s["selectors_differ"].items())))

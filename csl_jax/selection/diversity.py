@@ -73,7 +73,8 @@ class PoolFeatures:
 
 def featurize(pool: Sequence[Example], abstraction: str = "auto",
               weighting: str = "keysers", structure: bool = True,
-              kernel=structure_kernel) -> PoolFeatures:
+              kernel=structure_kernel, what: str = "candidate"
+              ) -> PoolFeatures:
   """The pool's queries, templates, atoms and weighted compounds.
 
   With structure=False only queries and templates (empty atom and compound
@@ -117,9 +118,10 @@ def featurize(pool: Sequence[Example], abstraction: str = "auto",
     raise InputError(f"no candidate {abst.field} is a {abst.name} query, "
                      f"e.g. {keys[0]!r}")
   if not valid.all():
-    logging.warning("selection: %d of %d candidate queries are not %s "
-                    "queries; they are never selected", (~valid).sum(),
-                    len(valid), abst.name)
+    logging.warning("selection: %d of %d %s queries are not %s queries%s",
+                    (~valid).sum(), len(valid), what, abst.name,
+                    "; they are never selected" if what == "candidate"
+                    else "")
   return PoolFeatures(
       query_of=query_of, query_count=query_count, template_of=template_of,
       valid=valid, templates=templates, atoms=atoms, compounds=compounds,
@@ -175,7 +177,8 @@ def templates_of(examples: Sequence[Example], abstraction: str
                  ) -> Set[str]:
   """The templates of the examples the abstraction reads (e.g. a training
   set's, for `diversity`'s `train_templates`)."""
-  feats = featurize(examples, abstraction, structure=False)
+  feats = featurize(examples, abstraction, structure=False,
+                    what="training")
   return {feats.templates[t]
           for t in np.unique(feats.template_of[feats.valid])}
 

@@ -79,7 +79,7 @@ def adam_update(params: Sequence[float], grads: Sequence[float],
       grads = [g / norm * grad_clip for g in grads]
   state.count += 1
   out = []
-  for i, (p, g) in enumerate(zip(params, grads)):
+  for i, (p, g) in enumerate(zip(params, grads, strict=True)):
     state.mu[i] = b1 * state.mu[i] + (1 - b1) * g
     state.nu[i] = b2 * state.nu[i] + (1 - b2) * g * g
     mu_hat = state.mu[i] / (1 - b1 ** state.count)

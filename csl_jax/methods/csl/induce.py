@@ -69,8 +69,8 @@ def induce(out_dir: str, train: str, seed_rules: Optional[str] = None,
   examples = tsv.read_tsv(train, skip_malformed=skip_malformed,
                           stats=stats)
   pairs, kept, kept_lines, too_long = [], [], [], []
-  # file lines, skipped or not
-  for ex, line in zip(examples, stats.lines, strict=True):
+  for ex, line in zip(examples, stats.lines,
+                      strict=True):  # file lines, skipped or not
     x, y = ex.input.split(), ex.output.split()
     if len(x) > max_source_len or len(y) > max_target_len:
       if skip_too_long:

@@ -35,8 +35,8 @@ def generate(out_dir: str, train_path: str, test_path: Optional[str],
                      "side to write as input<TAB>output candidates")
   read = ReadStats()
   train = [tuple(x) for x in read_tsv(train_path, stats=read)]
-  # the line, not later
-  for (inp, out), line in zip(train, read.lines, strict=True):
+  for (inp, out), line in zip(train, read.lines,
+                              strict=True):  # the line, not later
     length = len(inp.split()) + 1 + len(out.split())
     if length > augment_lib.MAX_SEQUENCE and (config.max_len is None or
                                               length < config.max_len):
@@ -133,7 +133,7 @@ class GECA:
     overlap = s.get("overlap")
     if overlap:
       rows += [
-          ("GECA full-example overlap with test",
+          (f"GECA full-example overlap with {self.eval_part}",
            f'{overlap["full_overlap_before"]:.1f}% -> '
            f'{overlap["full_overlap_after"]:.1f}%'),
           ("GECA token co-occurrence overlap (input / both sides)",

@@ -52,6 +52,8 @@ REVERSE_MODEL_DIR = "pcfg_bt_reverse_model"  # RUN/<this>, shared by variants
 REVERSE_EVAL_DIR = "pcfg_bt_reverse_eval"  # likewise its scores
 # The programs stage's PCFG, which the statistics stage reads (rather than
 # estimate it again: inside-outside over COGS gen's outputs for P_test).
+# P_uniform's and P_test's statistics estimate P_train too (its support is
+# the set every row's perplexity is compared over: ~10 s on COGS).
 PROBS_FILE = "pcfg_probs.json"
 # In the programs stage's key: 2 since it writes PROBS_FILE (a stage made
 # before has none; its programs come out the same bytes).
@@ -284,20 +286,22 @@ def statistics(out_dir: str, grammar: str, train: str, evaluate: str,
         "augmented": overlap.table5(base_side + [e[i] for e in added],
                                     [e[i] for e in target])}
   summary["perplexity"] = _perplexities(pcfg, cfg, [y for _, y in target],
-                                        [y for _, y in original])
+                                        [y for _, y in original],
+                                        f"{grammar} on {train}")
   os.makedirs(out_dir, exist_ok=True)
   atomic_write_json(os.path.join(out_dir, "statistics.json"), summary)
   return summary
 
 
-def _perplexities(pcfg, cfg, outputs: List[str],
-                  train_outputs: List[str]) -> Dict[str, Any]:
+def _perplexities(pcfg, cfg, outputs: List[str], train_outputs: List[str],
+                  where: str = "the training outputs") -> Dict[str, Any]:
   """The per-token perplexity of `outputs` under `pcfg`, three ways:
   `value` over all of them (None, i.e. infinite, when one has p = 0: as
   P_train gives every output with a rule unseen in training); `scored`
   over those this PCFG gives p > 0; `common` over those P_train (estimated
   from `train_outputs`) gives p > 0, the outputs every distribution
-  scores, so the one set on which rows compare."""
+  scores, so the one set on which rows compare (`outputs` 0 and a
+  warning naming `where` when no training output parses)."""
   # pylint: disable=g-import-not-at-top
   import math
   from csl_jax.pcfg import pcfg as pcfg_lib
@@ -305,9 +309,14 @@ def _perplexities(pcfg, cfg, outputs: List[str],
   scored = pcfg_lib.log_probs(pcfg, outputs)
   if pcfg.name == "train":
     by_train = scored
-  else:
-    train_pcfg, _ = pcfg_lib.estimate(cfg, train_outputs, "train")
-    by_train = pcfg_lib.log_probs(train_pcfg, outputs)
+  else:  # once more, for P_uniform's and P_test's rows: not kept on disk
+    try:
+      train_pcfg, _ = pcfg_lib.estimate(cfg, train_outputs, "train")
+      by_train = pcfg_lib.log_probs(train_pcfg, outputs)
+    except InputError as e:  # P_uniform needs none of them to parse
+      logging.warning("%s: %s: no P_train, so no perplexity over the "
+                      "outputs it scores", where, e)
+      by_train = {y: -math.inf for y in outputs}
 
   def over(ys):
     return {"value": pcfg_lib.perplexity(pcfg, ys, scored) if ys else None,
@@ -878,17 +887,18 @@ class PCFGBT:
             f'{100 * a["instance_coverage"]:.1f}%'))
       px = st["perplexity"]
 
-      def value(v):
-        return f"{v:.3f}" if v is not None else "∞"
+      def shown(value, outputs=1):  # None: infinite; no outputs: none
+        return "—" if not outputs else "∞" if value is None else \
+            f"{value:.3f}"
       rows.append((
           f'Per-token perplexity of the {st["part"]} outputs under the PCFG '
           f'(Table 6\'s question asked of the PCFG, not the parser): all / '
           f'those it gives p > 0 / those P_train gives p > 0 (the outputs '
           f'every distribution scores)',
-          f'{value(px["value"])} ({px["zero_probability"]:,} of '
-          f'{px["of"]:,} with p = 0) / {value(px["scored"]["value"])} '
-          f'({px["scored"]["outputs"]:,}) / '
-          f'{value(px["common"]["value"])} ({px["common"]["outputs"]:,})'))
+          f'{shown(px["value"], px["of"])} ({px["zero_probability"]:,} of '
+          f'{px["of"]:,} with p = 0) / '
+          f'{shown(**px["scored"])} ({px["scored"]["outputs"]:,}) / '
+          f'{shown(**px["common"])} ({px["common"]["outputs"]:,})'))
     # utterance ▷ program, as GECA's preview (a tab would split the cell).
     rows += [("Backtranslation preview", x.replace("\t", " ▷ "))
              for x in b.get("preview", [])[:3]]
