@@ -449,6 +449,27 @@ def test_a_last_stage_that_describes_names_whose_candidates(tmp_path,
     _Described.name_them = True
 
 
+def test_selection_without_a_parts_templates(run_dir, small_scan, capsys):
+  """`augment.exclude_templates.part`: the selections leave out the test
+  part's templates (SCAN's command templates; a part the run lacks is a
+  one-line error)."""
+  assert _run(run_dir, small_scan, "--select", "random", "--select_num",
+              "200", "--gin.augment.exclude_templates.part='nope'") == 2
+  assert "the run has no 'nope' part" in capsys.readouterr().err
+  assert _run(run_dir, small_scan, "--select", "random", "--select_num",
+              "200", "--gin.augment.exclude_templates.part='test'") == 0
+  from csl_jax.selection import diversity  # pylint: disable=g-import-not-at-top
+  banned = diversity.templates_of(
+      tsv.read_tsv(os.path.join(run_dir, "data", "test.tsv")), "scan")
+  chosen = tsv.read_tsv(os.path.join(run_dir, "csl", "random_200",
+                                     "synthetic.tsv"))
+  assert len(chosen) == 200
+  assert not diversity.templates_of(chosen, "scan") & banned
+  summary = _read(os.path.join(run_dir, "csl", "random_200", "summary.json"))
+  assert summary["excluded"]["part"] == "test"
+  assert summary["excluded"]["candidates"] > 0
+
+
 def test_scan_candidates_are_checked_by_the_interpreter(tmp_path):
   """peers.md §5: an augmentation says its correctness where an
   interpreter exists. By hand: `walk twice` is right, `run left` wrong

@@ -781,6 +781,46 @@ def test_pipeline_diversity_stage_and_shortfall(tmp_path, clear_gin):
       selections, str(cands), 0, abstraction="geoquery"), str(out))["cached"]
 
 
+def test_selection_without_the_test_templates(tmp_path, clear_gin):
+  """Oren et al. App. A: candidates of a template the test part has are
+  left out before any selector reads the pool. By hand: the test's one
+  output `answer ( population_1 ( m2 ) )` has the template of GEO[2],
+  GEO[7] and GEO[8] (population_1, area_1 and high_point_1 are each a
+  `property` over an entity: `answer(property(entity))`), so their 3 x 4
+  candidates go; the other 28 remain, and a k of 40 gets those 28."""
+  del clear_gin
+  # pylint: disable=g-import-not-at-top
+  from csl_jax.data import tsv
+  from csl_jax.pipeline import augment
+  from csl_jax.pipeline import cache
+  # pylint: enable=g-import-not-at-top
+  pool = _pool(GEO, copies=4)
+  cands, train = tmp_path / "candidates.tsv", tmp_path / "train.tsv"
+  test = tmp_path / "test.tsv"
+  tsv.write_tsv(str(cands), pool)
+  tsv.write_tsv(str(train), _pool(GEO[:2]))
+  tsv.write_tsv(str(test), [Example("how many", "answer ( population_1 "
+                                                "( m2 ) )")])
+  banned = {GEO[2], GEO[7], GEO[8]}
+  for selector in ("random", "uat", "cmaxent"):
+    stage = augment.select_stage(selector, 40, 0, str(cands), str(train),
+                                 exclude=("test", str(test)))
+    summary = cache.run_stage(stage, str(tmp_path / selector))
+    chosen = tsv.read_tsv(str(tmp_path / selector / "synthetic.tsv"))
+    assert not {ex.output for ex in chosen} & banned, selector
+    assert len(chosen) == 28, selector
+    assert summary["excluded"] == {"part": "test", "templates": 1,
+                                   "candidates": 12}
+    assert stage.config["exclude_templates_of"] == "test"
+  # Without it, the same selector takes them.
+  whole = cache.run_stage(augment.select_stage("random", 40, 0, str(cands),
+                                               str(train)),
+                          str(tmp_path / "whole"))
+  assert "excluded" not in whole
+  assert {ex.output for ex in tsv.read_tsv(
+      str(tmp_path / "whole" / "synthetic.tsv"))} >= banned
+
+
 def test_report_measures_with_a_setting_only_every_selector_shares(
     clear_gin):
   """One bound setting was applied to every selector's figures: the

@@ -106,35 +106,77 @@ def originals(pool: Sequence[tsv.Example]) -> List[tsv.Example]:
   return [tsv.Example(read(ex.input), read(ex.output)) for ex in pool]
 
 
+@gin.configurable(module="augment")
+def exclude_templates(part: Optional[str] = None) -> Optional[str]:
+  """A part of the run (e.g. "test") whose outputs' abstract templates no
+  selection takes: every candidate of such a template leaves the pool
+  before a selector reads it (Oren et al. App. A keep the compositional
+  evaluation's templates out of the synthetic pool). A control for how
+  much of a selection's gain is templates of the test set that the pool
+  (CSL's, say) happens to hold. None: the whole pool."""
+  return part
+
+
+def _without_templates(pool: Sequence[tsv.Example], of: str,
+                       abstraction: str) -> Tuple[np.ndarray, int]:
+  """(indices of the candidates whose template is none of `of`'s outputs',
+  the number of such templates); candidates the abstraction cannot read
+  have no template and stay."""
+  abst = templates.get(abstraction, pool)
+  banned = diversity.templates_of(tsv.read_tsv(of), abst.name)
+  feats = diversity.featurize(pool, abst.name, structure=False)
+  hit = np.array([feats.valid[q] and feats.templates[
+      feats.template_of[q]] in banned for q in range(feats.num_queries)],
+                 bool)
+  return np.flatnonzero(~hit[feats.query_of]), len(banned)
+
+
 def select_stage(selector: str, k: int, seed: int, candidates: str,
-                 train: str, copies: bool = False) -> method_base.Stage:
+                 train: str, copies: bool = False,
+                 exclude: Optional[Tuple[str, str]] = None
+                 ) -> method_base.Stage:
   """A selector's k of `candidates`. With `copies` (a method that writes
   token copies) the selector sees each copy as the token it copies: the
   templates, atoms and compounds are the dataset's (a copy of `jump` is a
-  verb), and the subset written is of the candidates as they are."""
+  verb), and the subset written is of the candidates as they are. With
+  `exclude` ((part name, its file); `exclude_templates`), the candidates
+  of that part's templates (under the selector's abstraction) are left out
+  first."""
   chooser = selection.get(selector)
 
   def run(directory: str) -> Dict[str, Any]:
     pool = tsv.read_tsv(candidates)
-    chosen = chooser.select(originals(pool) if copies else pool,
-                            tsv.read_tsv(train), k, seed)
+    readable = originals(pool) if copies else pool
+    kept, num_banned = np.arange(len(pool)), None
+    if exclude:
+      kept, num_banned = _without_templates(
+          readable, exclude[1], getattr(chooser, "abstraction", "auto"))
+    chosen = kept[chooser.select([readable[i] for i in kept],
+                                 tsv.read_tsv(train), k, seed)]
     tsv.write_tsv(os.path.join(directory, "synthetic.tsv"),
                   [pool[i] for i in chosen])
     # A pool that repeats pairs (CSL samples with replacement) gives
     # selections that may repeat them too: the report says so.
-    return {"selector": selector, "k": k, "seed": seed,
-            "pool_size": len(pool), "pool_distinct": len(set(pool)),
-            "num_examples": len(chosen),
-            "num_distinct": len({pool[i] for i in chosen}),
-            "num_short": max(0, k - len(chosen))}
+    out = {"selector": selector, "k": k, "seed": seed,
+           "pool_size": len(pool), "pool_distinct": len(set(pool)),
+           "num_examples": len(chosen),
+           "num_distinct": len({pool[i] for i in chosen}),
+           "num_short": max(0, k - len(chosen))}
+    if exclude:
+      out["excluded"] = {"part": exclude[0], "templates": num_banned,
+                         "candidates": len(pool) - len(kept)}
+    return out
 
   config = {"selector": selector, "k": k, "seed": seed}
   if copies:  # the key a selection made before had
     config["copies_read_as_originals"] = True
   if hasattr(chooser, "config"):  # gin-bound options (UAT.alpha, ...)
     config["options"] = chooser.config()
-  return method_base.Stage(f"{selector}_{k}", [candidates, train], config,
-                           run)
+  if exclude:
+    config["exclude_templates_of"] = exclude[0]
+  return method_base.Stage(
+      f"{selector}_{k}", [candidates, train] + ([exclude[1]] if exclude
+                                                  else []), config, run)
 
 
 INTERPRETER_STAGE = "scan_check"
@@ -458,6 +500,13 @@ def _augment(run_dir, dataset, split, data_dir, dataset_options, methods,
         raise InputError(f"{setting}: {which} has no {part} part (it has "
                          f"{', '.join(parts)})", data_dir_out)
     run_data = method_base.RunData(data_dir_out, parts)
+    excluded = None
+    if selectors and exclude_templates():
+      part = exclude_templates()
+      if part not in parts:
+        raise InputError(f"augment.exclude_templates.part: the run has no "
+                         f"{part!r} part (it has {', '.join(parts)})")
+      excluded = (part, parts[part])
     waiting = []  # methods whose work waits elsewhere; the others go on
     hows = []
     # Of which data each method is: one not rerun after the data changed is
@@ -494,7 +543,7 @@ def _augment(run_dir, dataset, split, data_dir, dataset_options, methods,
       selections = []
       for selector in selectors:
         stage = select_stage(selector, select_num, select_seed, candidates,
-                             run_data.train, copies)
+                             run_data.train, copies, excluded)
         _run(stage, stage.path(workdir), method.name, stage_summaries,
              summary)
         selections.append((stage.name, os.path.join(stage.path(workdir),
