@@ -812,6 +812,16 @@ def test_selection_without_the_test_templates(tmp_path, clear_gin):
     assert summary["excluded"] == {"part": "test", "templates": 1,
                                    "candidates": 12}
     assert stage.config["exclude_templates_of"] == "test"
+  # The report's random baseline draws from the same 28: all of them, so
+  # its figures are the selection's own.
+  div = cache.run_stage(augment.diversity_stage(
+      [("uat_40", str(tmp_path / "uat" / "synthetic.tsv"))], str(cands), 0,
+      abstraction="geoquery", exclude=("test", str(test))),
+                        str(tmp_path / "div"))
+  row = div["diversity"][1]
+  assert row["size"] == 28 and row["random"]["templates_covered"] == \
+      row["templates_covered"]
+  assert div["random_of"] == "the candidates of no test template"
   # Without it, the same selector takes them.
   whole = cache.run_stage(augment.select_stage("random", 40, 0, str(cands),
                                                str(train)),

@@ -257,7 +257,9 @@ def diversity_stage(selections: Sequence[Tuple[str, str]], candidates: str,
                     abstraction: str = "auto",
                     weighting: str = "keysers",
                     differ: Optional[Dict[str, Dict[str, str]]] = None,
-                    train: Optional[str] = None) -> method_base.Stage:
+                    train: Optional[str] = None,
+                    exclude: Optional[Tuple[str, str]] = None
+                    ) -> method_base.Stage:
   """The report's figures of a method's selections ((stage name,
   synthetic.tsv) pairs): templates covered, H(A), H(C), each against the
   mean of `RANDOM_REPEATS` uniform draws of the same size from the pool,
@@ -265,7 +267,8 @@ def diversity_stage(selections: Sequence[Tuple[str, str]], candidates: str,
   the method's selections (as CMaxEnt featurizes it), and again only when
   one of them or the candidates change. With `train` (the run's training
   pairs), also the templates of each selection with the training set's
-  (Oren et al.'s Table 8 counts those)."""
+  (Oren et al.'s Table 8 counts those). With `exclude` (as `select_stage`'s)
+  the random draws are of the candidates the selectors could take."""
 
   def run(directory: str) -> Dict[str, Any]:
     pool = tsv.read_tsv(candidates, allow_empty=True)
@@ -306,9 +309,15 @@ def diversity_stage(selections: Sequence[Tuple[str, str]], candidates: str,
       except InputError as e:  # the abstraction reads none of them
         logging.warning("%s: no templates of the training set: %s", train,
                         e)
+    allowed = None
+    if exclude:
+      allowed, _ = _without_templates(originals(pool) if copies else pool,
+                                      exclude[1], feats.abstraction)
+      out["random_of"] = f"the candidates of no {exclude[0]} template"
     rows = diversity.report_rows(feats, indices, seed=seed,
                                  random_repeats=RANDOM_REPEATS,
-                                 train_templates=train_templates)
+                                 train_templates=train_templates,
+                                 allowed=allowed)
     whole = diversity.diversity(feats, np.arange(len(pool)))
     figures = [dict(whole, selection="pool (all candidates)")]
     for row, rand in zip(rows[::2], rows[1::2], strict=True):
@@ -328,9 +337,11 @@ def diversity_stage(selections: Sequence[Tuple[str, str]], candidates: str,
             "abstractions": templates.ABSTRACTIONS_VERSION}
   if copies:
     config["copies_read_as_originals"] = True
+  if exclude:
+    config["exclude_templates_of"] = exclude[0]
   return method_base.Stage(
       DIVERSITY_STAGE, [candidates] + [path for _, path in selections] +
-      ([train] if train else []),
+      ([train] if train else []) + ([exclude[1]] if exclude else []),
       config, run)
 
 
@@ -551,7 +562,7 @@ def _augment(run_dir, dataset, split, data_dir, dataset_options, methods,
       if selections:
         stage = diversity_stage(selections, candidates, select_seed, copies,
                                 *diversity_settings(selectors),
-                                train=run_data.train)
+                                train=run_data.train, exclude=excluded)
         _run(stage, stage.path(workdir), method.name, stage_summaries,
              summary)
       rows = method.report_rows(stage_summaries)

@@ -282,7 +282,8 @@ def _selections(run_dir: str, methods: Sequence[str],
       notes.append(
           f"{m}: {s['abstraction']} templates, {s['weighting']} compound "
           f"weights; random: the mean of {s['random_repeats']} uniform "
-          "draws of the same size from the same pool")
+          "draws of the same size from the same pool" +
+          (f" ({s['random_of']})" if s.get("random_of") else ""))
       if s.get("selectors_differ"):  # the selectors disagree: defaults used
         notes.append(f"{m}: measured with {s['abstraction']} templates and "
                      f"{s['weighting']} weights, while " + "; ".join(

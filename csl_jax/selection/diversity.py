@@ -186,17 +186,21 @@ def templates_of(examples: Sequence[Example], abstraction: str
 def report_rows(features: PoolFeatures,
                 selections: Mapping[str, Sequence[int]], seed: int = 0,
                 random_repeats: int = 1,
-                train_templates: Optional[AbstractSet[str]] = None
+                train_templates: Optional[AbstractSet[str]] = None,
+                allowed: Optional[np.ndarray] = None
                 ) -> List[Dict[str, object]]:
   """One row per selection and one per random selection of the same size.
 
-  Random rows (`random`) average `random_repeats` uniform samples.
+  Random rows (`random`) average `random_repeats` uniform samples, of the
+  `allowed` examples (indices) if given (a pool without some templates).
   """
   rows = []
   rng = np.random.default_rng(seed)
   # Of the examples a selector may pick (not those the abstraction cannot
   # read: they would shrink the baseline's figures).
   selectable = np.flatnonzero(features.valid[features.query_of])
+  if allowed is not None:
+    selectable = np.intersect1d(selectable, allowed)
   for name, idx in selections.items():
     row = {"selector": name, **diversity(features, idx, train_templates)}
     rows.append(row)
