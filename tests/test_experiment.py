@@ -439,10 +439,13 @@ def test_seeds_sharing_one_synthetic_sample_are_said(tmp_path, caplog):
     # One seed, or seeds sharing one run on purpose: nothing to say.
     assert not runner._shared_samples(run_dirs, ["s"], [0], needed, True)  # pylint: disable=protected-access
     assert not runner._shared_samples(run_dirs, ["s"], [0, 1], needed, False)  # pylint: disable=protected-access
-    meta = {"shared_synthetic": shared, "num_cells": 0}
+    meta = {"shared_synthetic": shared, "num_cells": 0,
+            "exclude_templates": "test"}
     written = results.write_tables(str(tmp_path), [], ["original"], meta, {})
     with open(written["markdown"], encoding="utf-8") as f:
-      assert "the seeds shared one synthetic sample for same (s)" in f.read()
+      text = f.read()
+    assert "the seeds shared one synthetic sample for same (s)" in text
+    assert "selections without the test part's templates" in text
   finally:
     method_base.remove(_Same.name)
 

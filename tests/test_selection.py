@@ -2,6 +2,7 @@
 
 import collections
 import math
+import re
 
 import gin
 import hypothesis
@@ -802,26 +803,54 @@ def test_selection_without_the_test_templates(tmp_path, clear_gin):
   tsv.write_tsv(str(test), [Example("how many", "answer ( population_1 "
                                                 "( m2 ) )")])
   banned = {GEO[2], GEO[7], GEO[8]}
+  exclude = ("test", str(test), "auto")
   for selector in ("random", "uat", "cmaxent"):
     stage = augment.select_stage(selector, 40, 0, str(cands), str(train),
-                                 exclude=("test", str(test)))
+                                 exclude=exclude)
     summary = cache.run_stage(stage, str(tmp_path / selector))
     chosen = tsv.read_tsv(str(tmp_path / selector / "synthetic.tsv"))
     assert not {ex.output for ex in chosen} & banned, selector
     assert len(chosen) == 28, selector
-    assert summary["excluded"] == {"part": "test", "templates": 1,
+    assert summary["excluded"] == {"part": "test", "part_templates": 1,
                                    "candidates": 12}
     assert stage.config["exclude_templates_of"] == "test"
+    assert str(test) in stage.inputs  # a changed test part reruns it
+  # A test part of other programs is an error naming it; so is a pool
+  # whose every candidate has a test template.
+  other = tmp_path / "other.tsv"
+  tsv.write_tsv(str(other), [Example("a", ") (")])
+  with pytest.raises(InputError, match=re.escape(str(other))):
+    cache.run_stage(augment.select_stage(
+        "uat", 5, 0, str(cands), str(train),
+        exclude=("test", str(other), "geoquery")), str(tmp_path / "o"))
+  only = tmp_path / "only.tsv"
+  tsv.write_tsv(str(only), [Example(f"q{i}", GEO[2]) for i in range(5)])
+  with pytest.raises(InputError, match="every one of the 5 candidates"):
+    cache.run_stage(augment.select_stage(
+        "uat", 5, 0, str(only), str(train), exclude=exclude),
+                    str(tmp_path / "e"))
   # The report's random baseline draws from the same 28: all of them, so
   # its figures are the selection's own.
   div = cache.run_stage(augment.diversity_stage(
       [("uat_40", str(tmp_path / "uat" / "synthetic.tsv"))], str(cands), 0,
-      abstraction="geoquery", exclude=("test", str(test))),
+      abstraction="geoquery", exclude=exclude),
                         str(tmp_path / "div"))
   row = div["diversity"][1]
   assert row["size"] == 28 and row["random"]["templates_covered"] == \
       row["templates_covered"]
   assert div["random_of"] == "the candidates of no test template"
+  # Token copies are read as what they copy: `jump@2 twice` has the
+  # template of the test's `run twice` (SCAN's verb twice).
+  copied = tmp_path / "copied.tsv"
+  tsv.write_tsv(str(copied), [("jump@2 twice", "I_JUMP@2 I_JUMP@2"),
+                              ("walk@3 left", "I_TURN_LEFT I_WALK@3")])
+  scan_test = tmp_path / "scan_test.tsv"
+  tsv.write_tsv(str(scan_test), [("run twice", "I_RUN I_RUN")])
+  cache.run_stage(augment.select_stage(
+      "random", 5, 0, str(copied), str(train), copies=True,
+      exclude=("test", str(scan_test), "auto")), str(tmp_path / "c"))
+  assert tsv.read_tsv(str(tmp_path / "c" / "synthetic.tsv")) == [
+      Example("walk@3 left", "I_TURN_LEFT I_WALK@3")]
   # Without it, the same selector takes them.
   whole = cache.run_stage(augment.select_stage("random", 40, 0, str(cands),
                                                str(train)),

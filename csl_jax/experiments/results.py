@@ -337,6 +337,9 @@ def write_tables(out_dir: str, records: Sequence[Mapping[str, Any]],
            f"trainer {meta.get('trainer') or 'seqio'}; "
            f"checkpoint: {meta.get('checkpoint') or 'the last'}; "
            f"{len(records)} of {meta.get('num_cells')} cells finished")
+  if meta.get("exclude_templates"):
+    setup += (f"; selections without the {meta['exclude_templates']} "
+              "part's templates")
   if meta.get("shared_synthetic"):
     setup += ("; the seeds shared one synthetic sample for "
               f"{', '.join(meta['shared_synthetic'])} (their spread leaves "

@@ -362,6 +362,9 @@ def experiment(out_dir: str,
           "train": configs.to_json(dataclasses.asdict(train_config)),
           "methods": methods, "select": selectors or None,
           "select_num": select_num, "checkpoint": checkpoint,
+          # Only when set: experiment.json of earlier runs stays the same.
+          **({"exclude_templates": augment_lib.exclude_templates()}
+             if selectors and augment_lib.exclude_templates() else {}),
           # Bundle cells train from token arrays, here or elsewhere.
           "trainer": "arrays" if bundle else "seqio",
           "num_cells": len(cells), "compare_to": compare_to or "original"}

@@ -114,34 +114,46 @@ def exclude_templates(part: Optional[str] = None) -> Optional[str]:
   evaluation's templates out of the synthetic pool). A control for how
   much of a selection's gain is templates of the test set that the pool
   (CSL's, say) happens to hold. None: the whole pool."""
+  if part is not None and (not isinstance(part, str) or not part):
+    raise InputError(f"augment.exclude_templates.part: {part!r}; a part "
+                     "name such as 'test', or None")
   return part
 
 
 def _without_templates(pool: Sequence[tsv.Example], of: str,
-                       abstraction: str) -> Tuple[np.ndarray, int]:
+                       abstraction: str) -> Tuple[np.ndarray, int, str]:
   """(indices of the candidates whose template is none of `of`'s outputs',
-  the number of such templates); candidates the abstraction cannot read
-  have no template and stay."""
-  abst = templates.get(abstraction, pool)
-  banned = diversity.templates_of(tsv.read_tsv(of), abst.name)
-  feats = diversity.featurize(pool, abst.name, structure=False)
+  the number of `of`'s templates, the abstraction `abstraction` resolves
+  to on the pool); candidates the abstraction cannot read have no
+  template and stay."""
+  name = templates.get(abstraction, pool).name
+  try:
+    banned = diversity.templates_of(tsv.read_tsv(of), name)
+  except InputError as e:
+    raise InputError(f"augment.exclude_templates: none of its outputs is "
+                     f"a {name} query ({e.message})", of) from None
+  try:
+    feats = diversity.featurize(pool, name, structure=False)
+  except InputError:  # no candidate has a template: none is excluded
+    return np.arange(len(pool)), len(banned), name
   hit = np.array([feats.valid[q] and feats.templates[
       feats.template_of[q]] in banned for q in range(feats.num_queries)],
                  bool)
-  return np.flatnonzero(~hit[feats.query_of]), len(banned)
+  return np.flatnonzero(~hit[feats.query_of]), len(banned), name
 
 
 def select_stage(selector: str, k: int, seed: int, candidates: str,
                  train: str, copies: bool = False,
-                 exclude: Optional[Tuple[str, str]] = None
+                 exclude: Optional[Tuple[str, str, str]] = None
                  ) -> method_base.Stage:
   """A selector's k of `candidates`. With `copies` (a method that writes
   token copies) the selector sees each copy as the token it copies: the
   templates, atoms and compounds are the dataset's (a copy of `jump` is a
   verb), and the subset written is of the candidates as they are. With
-  `exclude` ((part name, its file); `exclude_templates`), the candidates
-  of that part's templates (under the selector's abstraction) are left out
-  first."""
+  `exclude` ((part name, its file, abstraction); `exclude_templates`), the
+  candidates of that part's templates under the abstraction (one for every
+  selector of the run, resolved on the whole pool) are left out first,
+  and a selector reading "auto" reads that abstraction."""
   chooser = selection.get(selector)
 
   def run(directory: str) -> Dict[str, Any]:
@@ -149,10 +161,19 @@ def select_stage(selector: str, k: int, seed: int, candidates: str,
     readable = originals(pool) if copies else pool
     kept, num_banned = np.arange(len(pool)), None
     if exclude:
-      kept, num_banned = _without_templates(
-          readable, exclude[1], getattr(chooser, "abstraction", "auto"))
-    chosen = kept[chooser.select([readable[i] for i in kept],
-                                 tsv.read_tsv(train), k, seed)]
+      kept, num_banned, name = _without_templates(readable, exclude[1],
+                                                  exclude[2])
+      if not len(kept):
+        raise InputError(f"every one of the {len(pool):,} candidates has "
+                         f"a template of the {exclude[0]} part "
+                         "(augment.exclude_templates): nothing to select",
+                         candidates)
+      # "auto" read on what is left could resolve otherwise.
+      if getattr(chooser, "abstraction", None) == "auto":
+        chooser.abstraction = name
+    chosen = kept[np.asarray(chooser.select(
+        [readable[i] for i in kept], tsv.read_tsv(train), k, seed),
+                             np.int64)]
     tsv.write_tsv(os.path.join(directory, "synthetic.tsv"),
                   [pool[i] for i in chosen])
     # A pool that repeats pairs (CSL samples with replacement) gives
@@ -163,7 +184,7 @@ def select_stage(selector: str, k: int, seed: int, candidates: str,
            "num_distinct": len({pool[i] for i in chosen}),
            "num_short": max(0, k - len(chosen))}
     if exclude:
-      out["excluded"] = {"part": exclude[0], "templates": num_banned,
+      out["excluded"] = {"part": exclude[0], "part_templates": num_banned,
                          "candidates": len(pool) - len(kept)}
     return out
 
@@ -173,7 +194,9 @@ def select_stage(selector: str, k: int, seed: int, candidates: str,
   if hasattr(chooser, "config"):  # gin-bound options (UAT.alpha, ...)
     config["options"] = chooser.config()
   if exclude:
-    config["exclude_templates_of"] = exclude[0]
+    config.update(exclude_templates_of=exclude[0],
+                  exclude_abstraction=exclude[2],
+                  abstractions=templates.ABSTRACTIONS_VERSION)
   return method_base.Stage(
       f"{selector}_{k}", [candidates, train] + ([exclude[1]] if exclude
                                                   else []), config, run)
@@ -311,8 +334,8 @@ def diversity_stage(selections: Sequence[Tuple[str, str]], candidates: str,
                         e)
     allowed = None
     if exclude:
-      allowed, _ = _without_templates(originals(pool) if copies else pool,
-                                      exclude[1], feats.abstraction)
+      allowed, _, _ = _without_templates(
+          originals(pool) if copies else pool, exclude[1], exclude[2])
       out["random_of"] = f"the candidates of no {exclude[0]} template"
     rows = diversity.report_rows(feats, indices, seed=seed,
                                  random_repeats=RANDOM_REPEATS,
@@ -511,13 +534,17 @@ def _augment(run_dir, dataset, split, data_dir, dataset_options, methods,
         raise InputError(f"{setting}: {which} has no {part} part (it has "
                          f"{', '.join(parts)})", data_dir_out)
     run_data = method_base.RunData(data_dir_out, parts)
-    excluded = None
-    if selectors and exclude_templates():
-      part = exclude_templates()
+    excluded, part = None, exclude_templates()
+    if part:
       if part not in parts:
         raise InputError(f"augment.exclude_templates.part: the run has no "
-                         f"{part!r} part (it has {', '.join(parts)})")
-      excluded = (part, parts[part])
+                         f"{part!r} part (it has {', '.join(parts)})",
+                         data_dir_out)
+      if not selectors:
+        logging.warning("augment.exclude_templates.part=%r: no selector "
+                        "(--select), so nothing is excluded", part)
+      # One abstraction for every selector's exclusion and the report's.
+      excluded = (part, parts[part], diversity_settings(selectors)[0])
     waiting = []  # methods whose work waits elsewhere; the others go on
     hows = []
     # Of which data each method is: one not rerun after the data changed is

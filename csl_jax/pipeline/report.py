@@ -176,6 +176,10 @@ def shortfall(stage: str, summary: Mapping[str, Any]) -> Optional[str]:
     return None
   kept, pool = summary["num_examples"], summary["pool_size"]
   where = f"the pool holds {pool:,}"
+  excluded = summary.get("excluded")
+  if excluded:  # augment.exclude_templates
+    where += (f", {excluded['candidates']:,} of them of a "
+              f"{excluded['part']} template")
   if kept < pool:  # the rest unreadable to the selector's templates
     where += f", {kept:,} of them selectable"
   return f"{stage}: {kept:,} of {summary['k']:,} asked ({where})"
