@@ -128,18 +128,29 @@ def _without_templates(pool: Sequence[tsv.Example], of: str,
   template and stay."""
   name = templates.get(abstraction, pool).name
   try:
-    banned = diversity.templates_of(tsv.read_tsv(of), name)
-  except InputError as e:
-    raise InputError(f"augment.exclude_templates: none of its outputs is "
-                     f"a {name} query ({e.message})", of) from None
-  try:
     feats = diversity.featurize(pool, name, structure=False)
   except InputError:  # no candidate has a template: none is excluded
-    return np.arange(len(pool)), len(banned), name
+    return np.arange(len(pool)), len(_templates_of_part(of, name)), name
+  kept, num_banned = _kept(feats, of)
+  return kept, num_banned, name
+
+
+def _templates_of_part(of: str, abstraction: str) -> set:
+  try:
+    return diversity.templates_of(tsv.read_tsv(of), abstraction)
+  except InputError as e:
+    raise InputError(f"augment.exclude_templates: none of its outputs is "
+                     f"a {abstraction} query ({e.message})", of) from None
+
+
+def _kept(feats: diversity.PoolFeatures, of: str) -> Tuple[np.ndarray, int]:
+  """(indices of the featurized pool's examples of no template of `of`'s
+  outputs, the number of those templates)."""
+  banned = _templates_of_part(of, feats.abstraction)
   hit = np.array([feats.valid[q] and feats.templates[
       feats.template_of[q]] in banned for q in range(feats.num_queries)],
                  bool)
-  return np.flatnonzero(~hit[feats.query_of]), len(banned), name
+  return np.flatnonzero(~hit[feats.query_of]), len(banned)
 
 
 def select_stage(selector: str, k: int, seed: int, candidates: str,
@@ -333,9 +344,8 @@ def diversity_stage(selections: Sequence[Tuple[str, str]], candidates: str,
         logging.warning("%s: no templates of the training set: %s", train,
                         e)
     allowed = None
-    if exclude:
-      allowed, _, _ = _without_templates(
-          originals(pool) if copies else pool, exclude[1], exclude[2])
+    if exclude:  # `feats` reads the exclusion's abstraction (_augment)
+      allowed, _ = _kept(feats, exclude[1])
       out["random_of"] = f"the candidates of no {exclude[0]} template"
     rows = diversity.report_rows(feats, indices, seed=seed,
                                  random_repeats=RANDOM_REPEATS,
@@ -534,6 +544,7 @@ def _augment(run_dir, dataset, split, data_dir, dataset_options, methods,
         raise InputError(f"{setting}: {which} has no {part} part (it has "
                          f"{', '.join(parts)})", data_dir_out)
     run_data = method_base.RunData(data_dir_out, parts)
+    settings = diversity_settings(selectors)
     excluded, part = None, exclude_templates()
     if part:
       if part not in parts:
@@ -544,7 +555,7 @@ def _augment(run_dir, dataset, split, data_dir, dataset_options, methods,
         logging.warning("augment.exclude_templates.part=%r: no selector "
                         "(--select), so nothing is excluded", part)
       # One abstraction for every selector's exclusion and the report's.
-      excluded = (part, parts[part], diversity_settings(selectors)[0])
+      excluded = (part, parts[part], settings[0])
     waiting = []  # methods whose work waits elsewhere; the others go on
     hows = []
     # Of which data each method is: one not rerun after the data changed is
@@ -588,8 +599,8 @@ def _augment(run_dir, dataset, split, data_dir, dataset_options, methods,
                                                     "synthetic.tsv")))
       if selections:
         stage = diversity_stage(selections, candidates, select_seed, copies,
-                                *diversity_settings(selectors),
-                                train=run_data.train, exclude=excluded)
+                                *settings, train=run_data.train,
+                                exclude=excluded)
         _run(stage, stage.path(workdir), method.name, stage_summaries,
              summary)
       rows = method.report_rows(stage_summaries)
